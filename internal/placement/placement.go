@@ -150,7 +150,7 @@ func checkRuntime(m *manifest.Manifest, rules Rules) error {
 	}
 	if rt.Provider == manifest.ProviderECS {
 		if rules.RefuseECS == nil {
-			panic("placement: enterprise rules without an ECS refuser")
+			return refusal.New(refusal.Internal, "runtime.provider ecs has no refusal wired in this build")
 		}
 		r := rules.RefuseECS(m)
 		r.Line, r.Column = rt.ProviderPos.Line, rt.ProviderPos.Column

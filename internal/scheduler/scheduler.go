@@ -96,8 +96,8 @@ type Input struct {
 }
 
 // Placement is a run's place in the queue. Round k holds the k-th run of
-// every organization, so the round says how many runs of its own
-// organization are ahead of a run. Position is 1-based over all runs, the
+// every organization, so a run in round k has k-1 runs of its own
+// organization ahead of it. Position is 1-based over all runs, the
 // dispatched ones first, so it is the number the Terraform resource records
 // and a person can read off.
 type Placement struct {
@@ -141,7 +141,7 @@ type entry struct {
 	priority   int64
 	round      int
 	dispatched bool
-	reason     OrgAtLimit
+	reason     *OrgAtLimit
 }
 
 // Schedule orders the waiting runs and dispatches as many as the
@@ -179,12 +179,15 @@ func Schedule(in Input) Output {
 		step = FallbackAgingStep
 	}
 
-	byOrg := make(map[string][]entry)
-	for _, r := range in.Waiting {
-		byOrg[r.Organization] = append(byOrg[r.Organization], entry{run: r, priority: effectivePriority(r, in.Now, step)})
+	// Sorting pointers, not the entries themselves, keeps the moves cheap.
+	entries := make([]entry, len(in.Waiting))
+	byOrg := make(map[string][]*entry)
+	for i, r := range in.Waiting {
+		entries[i] = entry{run: r, priority: effectivePriority(r, in.Now, step)}
+		byOrg[r.Organization] = append(byOrg[r.Organization], &entries[i])
 	}
 
-	all := make([]entry, 0, len(in.Waiting))
+	all := make([]*entry, 0, len(entries))
 	for org, runs := range byOrg {
 		slices.SortFunc(runs, withinOrganization)
 		limit := in.limit(org)
@@ -192,11 +195,11 @@ func Schedule(in Input) Output {
 		// zero keeps the limit meaning runs actually executing.
 		inFlight := max(0, in.InFlight[org])
 		n := min(len(runs), max(0, limit-inFlight))
-		reason := OrgAtLimit{Organization: org, InFlight: inFlight + n, Limit: limit}
-		for i := range runs {
-			runs[i].round = i + 1
-			runs[i].dispatched = i < n
-			runs[i].reason = reason
+		reason := &OrgAtLimit{Organization: org, InFlight: inFlight + n, Limit: limit}
+		for i, e := range runs {
+			e.round = i + 1
+			e.dispatched = i < n
+			e.reason = reason
 		}
 		all = append(all, runs...)
 	}
@@ -208,7 +211,7 @@ func Schedule(in Input) Output {
 		if e.dispatched {
 			out.Dispatch = append(out.Dispatch, p)
 		} else {
-			out.Waiting = append(out.Waiting, Queued{Placement: p, Reason: e.reason})
+			out.Waiting = append(out.Waiting, Queued{Placement: p, Reason: *e.reason})
 		}
 	}
 	return out
@@ -252,29 +255,37 @@ func effectivePriority(r Run, now time.Time, step time.Duration) int64 {
 // withinOrganization sorts the most urgent run first. Kind is the last
 // tie-break only so that even duplicate IDs cannot make the order depend on
 // the input order.
-func withinOrganization(a, b entry) int {
-	return cmp.Or(
-		cmp.Compare(b.priority, a.priority),
-		a.run.EnqueuedAt.Compare(b.run.EnqueuedAt),
-		cmp.Compare(a.run.ID, b.run.ID),
-		cmp.Compare(a.run.Kind, b.run.Kind),
-	)
+func withinOrganization(a, b *entry) int {
+	if c := cmp.Compare(b.priority, a.priority); c != 0 {
+		return c
+	}
+	if c := a.run.EnqueuedAt.Compare(b.run.EnqueuedAt); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.run.ID, b.run.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.run.Kind, b.run.Kind)
 }
 
 // queueOrder puts dispatched runs first, then goes round by round. An
 // organization has at most one run per round, so the organization name makes
 // the order total.
-func queueOrder(a, b entry) int {
+func queueOrder(a, b *entry) int {
 	if a.dispatched != b.dispatched {
 		if a.dispatched {
 			return -1
 		}
 		return 1
 	}
-	return cmp.Or(
-		cmp.Compare(a.round, b.round),
-		cmp.Compare(b.priority, a.priority),
-		a.run.EnqueuedAt.Compare(b.run.EnqueuedAt),
-		cmp.Compare(a.run.Organization, b.run.Organization),
-	)
+	if c := cmp.Compare(a.round, b.round); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.priority, a.priority); c != 0 {
+		return c
+	}
+	if c := a.run.EnqueuedAt.Compare(b.run.EnqueuedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.run.Organization, b.run.Organization)
 }

@@ -57,8 +57,8 @@ func TestSchedule(t *testing.T) {
 		{
 			name: "less than a step of head start is not enough",
 			in: Input{Now: now, Limits: big, AgingStep: 10 * time.Minute, Waiting: []Run{
-				run("pr", "a", PullRequest, ago(11*time.Minute)),
-				run("n", "a", Nightly, ago(20*time.Minute)),
+				run("pr", "a", PullRequest, ago(21*time.Minute)),
+				run("n", "a", Nightly, ago(25*time.Minute)),
 			}},
 			wantDispatch: []Placement{at("pr", "a", 1, 1), at("n", "a", 2, 2)},
 		},
