@@ -111,3 +111,9 @@ func TestReleaseVerifierLoadsEmbeddedKeys(t *testing.T) {
 		t.Fatal("release verifier accepted a token signed by a test key")
 	}
 }
+
+func TestReleaseBuildHasNoDemoKey(t *testing.T) {
+	if _, ok := ReleaseVerifier().Keys[DemoKeyID]; ok && !demoBuild {
+		t.Fatal("the demo key is in a build without the demokey tag")
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !demokey
+
+package license
+
+const demoBuild = false
