@@ -20,6 +20,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/license"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/residency"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
 
 // Environment variables the provider falls back to, for CI and Terraform Cloud
@@ -37,11 +38,12 @@ type deps struct {
 	verifier license.Verifier
 	now      func() time.Time
 	getenv   func(string) string
+	runtimes runtimeFactory
 }
 
 // New returns the provider factory for main.
 func New(version string) func() provider.Provider {
-	return newWith(version, deps{verifier: license.ReleaseVerifier(), now: time.Now, getenv: os.Getenv})
+	return newWith(version, deps{verifier: license.ReleaseVerifier(), now: time.Now, getenv: os.Getenv, runtimes: releaseRuntimes})
 }
 
 func newWith(version string, d deps) func() provider.Provider {
@@ -73,6 +75,7 @@ type providerData struct {
 	kubeconfig kubeconfigSource
 	now        func() time.Time
 	getenv     func(string) string
+	runtimes   *runtimeCache
 }
 
 // kubeconfigSource is where the Kubernetes runtime reads its kubeconfig from:
@@ -152,6 +155,7 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 	}
 
 	pd := &providerData{edition: edition, now: p.deps.now, getenv: getenv}
+	pd.runtimes = &runtimeCache{build: p.deps.runtimes, built: map[string]runtime.Runtime{}}
 	if pd.policy, err = readPolicy(cfg.Policy, getenv(envAllowedRegions)); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("policy").AtName("allowed_regions"))
 		return
@@ -226,7 +230,9 @@ func readKubeconfigSource(cfg providerModel, getenv func(string) string) (kubeco
 }
 
 func (p *antifailureProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{}
+	return []func() resource.Resource{
+		newPreviewEnvironmentResource,
+	}
 }
 
 func (p *antifailureProvider) DataSources(context.Context) []func() datasource.DataSource {

@@ -72,11 +72,34 @@ type Runtime interface {
 	Create(ctx context.Context, env Environment) (State, error)
 	// Read observes the environment; ErrNotFound when it is gone.
 	Read(ctx context.Context, ref Ref) (State, error)
-	// Update changes images, commands and env in place.
+	// Update changes images, commands and env in place, and converges drift
+	// back to DesiredServices: re-creates what was deleted, restores replica
+	// counts, restarts what died.
 	Update(ctx context.Context, env Environment, ref Ref) (State, error)
 	// Delete removes everything the environment had and waits until it is gone.
 	Delete(ctx context.Context, ref Ref) error
 	// RefFor is the Ref an environment gets, known before it is created, so
 	// that the plan can show the resource ID.
 	RefFor(env Environment) Ref
+}
+
+// DesiredServices is what Read should observe when nothing has drifted: every
+// service running, one replica, the image the configuration asks for (the
+// kubernetes runtime runs images; the local runtime runs commands, so its
+// Image is empty). The resource plans this value and Read records the observed
+// one, so a service killed, deleted, scaled or re-imaged by hand shows as a
+// diff, and Update converges back to it.
+func DesiredServices(env Environment) map[string]ServiceState {
+	out := make(map[string]ServiceState, len(env.Manifest.Services))
+	for _, s := range env.Manifest.Services {
+		st := ServiceState{Replicas: 1, Running: true}
+		if env.Placement.Runtime != manifest.ProviderLocal {
+			st.Image = s.Image
+			if img, ok := env.Images[s.Name]; ok {
+				st.Image = img
+			}
+		}
+		out[s.Name] = st
+	}
+	return out
 }
