@@ -45,5 +45,5 @@ func (pd *providerData) decide(content string, manifestPath path.Path, diags *di
 }
 
 func (pd *providerData) placementRules() placement.Rules {
-	return placement.Rules{Edition: pd.edition}
+	return placement.Rules{Edition: pd.edition, RefuseECS: pd.refuseECS}
 }

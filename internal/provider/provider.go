@@ -58,10 +58,11 @@ type antifailureProvider struct {
 var _ provider.ProviderWithFunctions = (*antifailureProvider)(nil)
 
 type providerModel struct {
-	License        types.String `tfsdk:"license"`
-	Policy         *policyModel `tfsdk:"policy"`
-	KubeconfigPath types.String `tfsdk:"kubeconfig_path"`
-	Kubeconfig     types.String `tfsdk:"kubeconfig"`
+	License        types.String      `tfsdk:"license"`
+	Policy         *policyModel      `tfsdk:"policy"`
+	KubeconfigPath types.String      `tfsdk:"kubeconfig_path"`
+	Kubeconfig     types.String      `tfsdk:"kubeconfig"`
+	ECS            *ecsProviderModel `tfsdk:"ecs"`
 }
 
 type policyModel struct {
@@ -76,6 +77,7 @@ type providerData struct {
 	now        func() time.Time
 	getenv     func(string) string
 	runtimes   *runtimeCache
+	ecs        ecsSettings
 }
 
 // kubeconfigSource is where the Kubernetes runtime reads its kubeconfig from:
@@ -123,6 +125,7 @@ func (p *antifailureProvider) Schema(_ context.Context, _ provider.SchemaRequest
 				MarkdownDescription: "Path to a kubeconfig file for the `kubernetes` runtime. Falls back to `" + envKubeconfigPath + "`. " +
 					"The context used is always the placed target's `kubeconfig_context`; there is no fallback to another context or to in-cluster configuration.",
 			},
+			"ecs": ecsProviderAttribute(),
 			"kubeconfig": schema.StringAttribute{
 				Optional:  true,
 				Sensitive: true,
@@ -155,6 +158,7 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 	}
 
 	pd := &providerData{edition: edition, now: p.deps.now, getenv: getenv}
+	pd.ecs = cfg.ECS.settings()
 	pd.runtimes = &runtimeCache{build: p.deps.runtimes, built: map[string]runtime.Runtime{}}
 	if pd.policy, err = readPolicy(cfg.Policy, getenv(envAllowedRegions)); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("policy").AtName("allowed_regions"))
@@ -239,6 +243,8 @@ func (p *antifailureProvider) DataSources(context.Context) []func() datasource.D
 	return []func() datasource.DataSource{
 		newPlacementDataSource,
 		newLicenseDataSource,
+		newECSEgressReportDataSource,
+		newDNSFirewallCheckDataSource,
 	}
 }
 

@@ -1,0 +1,758 @@
+package ecs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/dnsfirewall"
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
+	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+)
+
+const shopManifest = `name: shop
+runtime:
+  provider: ecs
+services:
+  web:
+    image: ghcr.io/acme/shop:1.4.2
+    port: 8080
+    web: true
+    env: {LOG_LEVEL: debug}
+  worker:
+    image: ghcr.io/acme/shop:1.4.2
+egress:
+  - host: api.stripe.com
+    mode: sandbox
+  - host: "*.githubusercontent.com"
+    mode: allow
+  - host: hooks.slack.com
+    mode: capture
+  - host: raw.githubusercontent.com
+    mode: mock
+`
+
+func parse(t testing.TB, content string) *manifest.Manifest {
+	t.Helper()
+	m, err := manifest.Parse([]byte(content))
+	if err != nil {
+		t.Fatalf("manifest: %v", err)
+	}
+	return m
+}
+
+func described() Network {
+	n, err := ResolveNetwork(NetworkSettings{
+		Region: "eu-west-1", Cluster: "previews", VPCID: "vpc-0abc1234def567890", VPCCIDR: "10.20.0.0/16",
+		SubnetIDs:   []string{"subnet-0aaa1111bbb222333", "subnet-0ccc4444ddd555666"},
+		SubnetCIDRs: []string{"10.20.1.0/24", "10.20.2.0/24"},
+	}, noEnv)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+func noEnv(string) string { return "" }
+
+func planDoc(t testing.TB, net Network) []byte {
+	t.Helper()
+	p, err := BuildPlan(parse(t, shopManifest), net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := p.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func verdicts(ps []PathVerdict) map[string]PathVerdict {
+	out := map[string]PathVerdict{}
+	for _, p := range ps {
+		out[p.ID] = p
+	}
+	return out
+}
+
+func TestReportSplit(t *testing.T) {
+	for name, net := range map[string]Network{"placeholder": PlaceholderNetwork(), "described": described()} {
+		t.Run(name, func(t *testing.T) {
+			r, err := NewReport(parse(t, shopManifest), net, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Answer != "refused" || len(r.Paths) != 13 {
+				t.Fatalf("answer %q, %d paths", r.Answer, len(r.Paths))
+			}
+			if r.Closed != 10 || r.Open != 1 || r.Unproven != 2 || r.ClosedComputed != 10 || r.ClosedRecorded != 0 {
+				t.Fatalf("counts %s", r.Counts())
+			}
+			want := map[string][2]string{
+				PathTaskMetadata:     {"open", "documented"},
+				PathInstanceMetadata: {"unproven", "documented"},
+				PathTimeSync:         {"unproven", "documented"},
+			}
+			for i, p := range r.Paths {
+				if p.ID != PathIDs()[i] {
+					t.Errorf("path %d is %s, want %s", i, p.ID, PathIDs()[i])
+				}
+				w, special := want[p.ID]
+				if !special {
+					w = [2]string{"closed", "computed"}
+				}
+				if string(p.Verdict) != w[0] || string(p.Evidence) != w[1] {
+					t.Errorf("%s: %s/%s, want %s/%s (%s)", p.ID, p.Verdict, p.Evidence, w[0], w[1], p.Detail)
+				}
+				if (p.Verdict == Closed) != (p.ClosedBy != "") {
+					t.Errorf("%s: closed_by %q with verdict %s", p.ID, p.ClosedBy, p.Verdict)
+				}
+				if p.Evidence == Documented {
+					if p.Citation == nil || p.Citation.Title == "" || p.Citation.Quote == "" || !strings.Contains(p.Detail, p.Citation.Quote) {
+						t.Errorf("%s: documented without a cited statement: %+v", p.ID, p.Citation)
+					}
+				}
+				if p.Detail == "" || p.Description == "" {
+					t.Errorf("%s: empty detail or description", p.ID)
+				}
+			}
+			if r.NetworkDescribed != net.Described {
+				t.Errorf("network_described %v", r.NetworkDescribed)
+			}
+			if !strings.Contains(r.Summary, "10 closed") || !strings.Contains(r.Summary, "1 open (task-metadata)") ||
+				!strings.Contains(r.Summary, "2 unproven (instance-metadata, time-sync)") {
+				t.Errorf("summary %q", r.Summary)
+			}
+		})
+	}
+}
+
+// The document is mutated as JSON, the way a reviewer would edit it.
+type doc map[string]any
+
+func loadDoc(t *testing.T, b []byte) doc {
+	t.Helper()
+	var d doc
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// at walks object keys and list indexes ("0", "1", …) to a value.
+func (d doc) at(t *testing.T, path ...string) any {
+	t.Helper()
+	var cur any = map[string]any(d)
+	for _, k := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[k]
+			if !ok {
+				t.Fatalf("no %q in %v", k, path)
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i >= len(c) {
+				t.Fatalf("no index %q in %v", k, path)
+			}
+			cur = c[i]
+		default:
+			t.Fatalf("cannot walk %q of %v", k, path)
+		}
+	}
+	return cur
+}
+
+func (d doc) obj(t *testing.T, path ...string) map[string]any {
+	t.Helper()
+	m, ok := d.at(t, path...).(map[string]any)
+	if !ok {
+		t.Fatalf("%v is not an object", path)
+	}
+	return m
+}
+
+func (d doc) appendTo(t *testing.T, value any, path ...string) {
+	t.Helper()
+	parent := d.obj(t, path[:len(path)-1]...)
+	list, _ := parent[path[len(path)-1]].([]any)
+	parent[path[len(path)-1]] = append(list, value)
+}
+
+func (d doc) bytes(t *testing.T) []byte {
+	t.Helper()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// editPolicy rewrites the policy of the endpoint for a short service name.
+func (d doc) editPolicy(t *testing.T, short string, edit func(p map[string]any)) {
+	t.Helper()
+	for _, e := range d.at(t, "EC2", "VpcEndpoints").([]any) {
+		in := e.(map[string]any)["CreateVpcEndpoint"].(map[string]any)
+		if !strings.HasSuffix(in["ServiceName"].(string), "."+short) {
+			continue
+		}
+		var p map[string]any
+		if err := json.Unmarshal([]byte(in["PolicyDocument"].(string)), &p); err != nil {
+			t.Fatal(err)
+		}
+		edit(p)
+		b, _ := json.Marshal(p)
+		in["PolicyDocument"] = string(b)
+		return
+	}
+	t.Fatalf("no endpoint %s", short)
+}
+
+func route(fields map[string]any) map[string]any { return fields }
+
+// TestEachClosedPathFlips mutates the generated document once per closure
+// and requires exactly the matching path to turn open, evidence computed.
+func TestEachClosedPathFlips(t *testing.T) {
+	base := planDoc(t, described())
+	before := mustEvaluate(t, base, nil)
+	cases := []struct {
+		name   string
+		path   string
+		mutate func(t *testing.T, d doc)
+		says   string
+	}{
+		{"public IP on", PathPublicIP, func(t *testing.T, d doc) {
+			d.obj(t, "ECS", "CreateService", "networkConfiguration", "awsvpcConfiguration")["assignPublicIp"] = "ENABLED"
+		}, "assignPublicIp is ENABLED"},
+		{"igw default route", PathPublicIP, func(t *testing.T, d doc) {
+			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "0.0.0.0/0", "GatewayId": "igw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
+		}, "0.0.0.0/0 -> igw-0123456789abcdef0"},
+		{"NAT default route", PathNATGateway, func(t *testing.T, d doc) {
+			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
+		}, "nat-0123456789abcdef0"},
+		{"::/0 route", PathIPv6Egress, func(t *testing.T, d doc) {
+			d.appendTo(t, route(map[string]any{"DestinationIpv6CidrBlock": "::/0", "EgressOnlyInternetGatewayId": "eigw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
+		}, "::/0"},
+		{"IPv6 block on a subnet", PathIPv6Egress, func(t *testing.T, d doc) {
+			d.obj(t, "Network", "Subnets", "0")["Ipv6CidrBlockAssociationSet"] = []any{map[string]any{"Ipv6CidrBlock": "2001:db8::/64"}}
+		}, "IPv6 CIDR block"},
+		{"peering route", PathPrivateRoutes, func(t *testing.T, d doc) {
+			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "172.16.0.0/12", "VpcPeeringConnectionId": "pcx-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
+		}, "pcx-0123456789abcdef0"},
+		{"transit gateway route", PathPrivateRoutes, func(t *testing.T, d doc) {
+			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "192.168.0.0/16", "TransitGatewayId": "tgw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
+		}, "tgw-0123456789abcdef0"},
+		{"VPN route", PathPrivateRoutes, func(t *testing.T, d doc) {
+			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "192.168.0.0/16", "GatewayId": "vgw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
+		}, "vgw-0123456789abcdef0"},
+		{"allow-all egress", PathVPCLateral, func(t *testing.T, d doc) {
+			d.appendTo(t, map[string]any{"IpProtocol": "-1", "IpRanges": []any{map[string]any{"CidrIp": "0.0.0.0/0"}}},
+				"EC2", "TaskSecurityGroup", "AuthorizeSecurityGroupEgress", "IpPermissions")
+		}, "allows egress all cidr:0.0.0.0/0"},
+		{"default egress not revoked", PathVPCLateral, func(t *testing.T, d doc) {
+			delete(d.obj(t, "EC2", "TaskSecurityGroup"), "RevokeSecurityGroupEgress")
+		}, "allows egress all cidr:0.0.0.0/0"},
+		{"egress to the VPC CIDR", PathVPCLateral, func(t *testing.T, d doc) {
+			d.appendTo(t, map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "IpRanges": []any{map[string]any{"CidrIp": "10.20.0.0/16"}}},
+				"EC2", "TaskSecurityGroup", "AuthorizeSecurityGroupEgress", "IpPermissions")
+		}, "cidr:10.20.0.0/16"},
+		{"another security group on the service", PathVPCLateral, func(t *testing.T, d doc) {
+			d.appendTo(t, "sg-0123456789abcdef0", "ECS", "CreateService", "networkConfiguration", "awsvpcConfiguration", "securityGroups")
+		}, "sg-0123456789abcdef0"},
+		{"ECR endpoint policy widened to *", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "ecr.dkr", func(p map[string]any) {
+				p["Statement"].([]any)[1].(map[string]any)["Resource"] = "*"
+			})
+		}, "on *"},
+		{"logs endpoint policy on every log group", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "logs", func(p map[string]any) {
+				p["Statement"].([]any)[0].(map[string]any)["Resource"] = "arn:aws:logs:eu-west-1:*:log-group:*"
+			})
+		}, "log-group:*"},
+		{"ECR policy for any account's repository", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "ecr.api", func(p map[string]any) {
+				p["Statement"].([]any)[1].(map[string]any)["Resource"] = "arn:aws:ecr:eu-west-1:*:repository/antifailure/shop"
+			})
+		}, "repository/antifailure/shop"},
+		{"S3 endpoint policy widened to *", PathS3Gateway, func(t *testing.T, d doc) {
+			d.editPolicy(t, "s3", func(p map[string]any) {
+				p["Statement"].([]any)[1].(map[string]any)["Resource"] = "*"
+			})
+		}, "on *"},
+		{"S3 endpoint without a policy", PathS3Gateway, func(t *testing.T, d doc) {
+			for _, e := range d.at(t, "EC2", "VpcEndpoints").([]any) {
+				in := e.(map[string]any)["CreateVpcEndpoint"].(map[string]any)
+				if in["VpcEndpointType"] == "Gateway" {
+					delete(in, "PolicyDocument")
+				}
+			}
+		}, "has no policy"},
+		{"exec enabled", PathECSExec, func(t *testing.T, d doc) {
+			d.obj(t, "ECS", "CreateService")["enableExecuteCommand"] = true
+		}, "enableExecuteCommand is true"},
+		{"task role added", PathTaskRoleCredentials, func(t *testing.T, d doc) {
+			d.obj(t, "ECS", "RegisterTaskDefinition")["taskRoleArn"] = "arn:aws:iam::123456789012:role/app"
+		}, "role/app"},
+		{"terminal BLOCK removed", PathAmazonDNS, func(t *testing.T, d doc) {
+			fw := d.obj(t, "Route53Resolver")
+			rules := fw["CreateFirewallRule"].([]any)
+			fw["CreateFirewallRule"] = rules[:len(rules)-1]
+		}, "AF-DNS-016"},
+		{"fail-open enabled", PathAmazonDNS, func(t *testing.T, d doc) {
+			d.obj(t, "Route53Resolver", "UpdateFirewallConfig")["FirewallFailOpen"] = "ENABLED"
+		}, "FirewallFailOpen is ENABLED"},
+		{"ALLOW * at priority 5", PathAmazonDNS, func(t *testing.T, d doc) {
+			d.appendTo(t, map[string]any{"Name": "allow-all", "Priority": 5, "Action": "ALLOW", "FirewallRuleGroupId": RefRuleGroup, "FirewallDomainListId": "ref:firewall-domain-list/allow-all"},
+				"Route53Resolver", "CreateFirewallRule")
+			d.appendTo(t, map[string]any{"UpdateFirewallDomains": map[string]any{"FirewallDomainListId": "ref:firewall-domain-list/allow-all", "Domains": []any{"*"}}},
+				"Route53Resolver", "DomainLists")
+		}, "blocks nothing"},
+		{"rule group associated elsewhere", PathAmazonDNS, func(t *testing.T, d doc) {
+			d.obj(t, "Route53Resolver", "AssociateFirewallRuleGroup")["VpcId"] = "vpc-0fff0000fff000000"
+		}, "vpc-0fff0000fff000000"},
+		{"association priority out of range", PathAmazonDNS, func(t *testing.T, d doc) {
+			d.obj(t, "Route53Resolver", "AssociateFirewallRuleGroup")["Priority"] = 10000
+		}, "outside 100-9900"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := loadDoc(t, base)
+			c.mutate(t, d)
+			after := mustEvaluate(t, d.bytes(t), nil)
+			for id, b := range before {
+				a := after[id]
+				if id == c.path {
+					if a.Verdict != Open || a.Evidence != Computed || a.ClosedBy != "" {
+						t.Errorf("%s: %s/%s closed_by %q, want open/computed", id, a.Verdict, a.Evidence, a.ClosedBy)
+					}
+					if !strings.Contains(a.Detail, c.says) {
+						t.Errorf("%s detail %q does not say %q", id, a.Detail, c.says)
+					}
+					continue
+				}
+				if a.Verdict != b.Verdict || a.Evidence != b.Evidence {
+					t.Errorf("%s moved too: %s/%s -> %s/%s (%s)", id, b.Verdict, b.Evidence, a.Verdict, a.Evidence, a.Detail)
+				}
+			}
+		})
+	}
+}
+
+func mustEvaluate(t *testing.T, d []byte, attempts []Attempt) map[string]PathVerdict {
+	t.Helper()
+	v, err := Evaluate(d, attempts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) != 13 {
+		t.Fatalf("%d paths", len(v))
+	}
+	return verdicts(v)
+}
+
+// The documented verdicts come from the document too: off Fargate 1.4.0
+// nothing the report cites applies, and the paths say so.
+func TestDocumentedVerdictsAreEvaluated(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mutate func(t *testing.T, d doc)
+	}{
+		{"platform 1.3.0", func(t *testing.T, d doc) { d.obj(t, "ECS", "CreateService")["platformVersion"] = "1.3.0" }},
+		{"EC2 launch type", func(t *testing.T, d doc) {
+			d.obj(t, "ECS", "CreateService")["launchType"] = "EC2"
+			d.obj(t, "ECS", "RegisterTaskDefinition")["requiresCompatibilities"] = []any{"EC2"}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := loadDoc(t, planDoc(t, described()))
+			c.mutate(t, d)
+			v := mustEvaluate(t, d.bytes(t), nil)
+			if p := v[PathTaskMetadata]; p.Verdict != Unproven || p.Evidence != NoEvidence {
+				t.Errorf("task-metadata %s/%s: %s", p.Verdict, p.Evidence, p.Detail)
+			}
+			if p := v[PathTimeSync]; p.Verdict != Unproven {
+				t.Errorf("time-sync must never close without a recorded attempt: %s", p.Verdict)
+			}
+		})
+	}
+	if v := mustEvaluate(t, planDoc(t, described()), nil); v[PathTaskMetadata].Verdict != Open {
+		t.Fatal("baseline")
+	}
+}
+
+func TestPlatformVersion(t *testing.T) {
+	for v, want := range map[string]bool{"": true, "LATEST": true, "1.4.0": true, "1.4": true, "1.10.0": true, "2.0.0": true, "1.3.0": false, "1.0.0": false, "x": false} {
+		if got := platformAtLeast140(v); got != want {
+			t.Errorf("platformAtLeast140(%q) = %v", v, got)
+		}
+	}
+}
+
+func TestRecordedAttempts(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	base := planDoc(t, described())
+	cases := []struct {
+		name     string
+		attempts []Attempt
+		path     string
+		verdict  Verdict
+		evidence Evidence
+		closedBy string
+		detail   string
+		counts   [3]int
+	}{
+		{"none: nothing moves on absence of evidence", nil, PathInstanceMetadata, Unproven, Documented, "", "", [3]int{10, 1, 2}},
+		{"blocked closes an unproven path, graded recorded",
+			[]Attempt{{PathInstanceMetadata, "169.254.169.254:80", Blocked, at}}, PathInstanceMetadata, Closed, Recorded,
+			"recorded attempt: blocked 169.254.169.254:80 at 2025-03-01T12:00:00Z", "not by the configuration", [3]int{11, 1, 1}},
+		{"reached opens an unproven path",
+			[]Attempt{{PathTimeSync, "169.254.169.123:123", Reached, at}}, PathTimeSync, Open, Recorded, "", "Recorded escape", [3]int{10, 2, 1}},
+		{"a recorded escape opens a computed closure",
+			[]Attempt{{PathPublicIP, "1.1.1.1:443", Reached, at}}, PathPublicIP, Open, Recorded, "", "was closed (computed)", [3]int{9, 2, 2}},
+		{"a recorded block beside a computed closure stays apart",
+			[]Attempt{{PathNATGateway, "1.1.1.1:443", Blocked, at}}, PathNATGateway, Closed, Computed,
+			"route table holds only local + S3 prefix-list routes", "Recorded separately", [3]int{10, 1, 2}},
+		{"a recorded block does not close a documented open path",
+			[]Attempt{{PathTaskMetadata, "169.254.170.2:80", Blocked, at}}, PathTaskMetadata, Open, Documented, "", "stays open", [3]int{10, 1, 2}},
+		{"reached wins over blocked",
+			[]Attempt{{PathInstanceMetadata, "169.254.169.254:80", Blocked, at}, {PathInstanceMetadata, "169.254.169.254:80", Reached, at.Add(time.Minute)}},
+			PathInstanceMetadata, Open, Recorded, "", "Also recorded: blocked", [3]int{10, 2, 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := mustEvaluate(t, base, c.attempts)
+			p := v[c.path]
+			if p.Verdict != c.verdict || p.Evidence != c.evidence || p.ClosedBy != c.closedBy {
+				t.Fatalf("%s: %s/%s closed_by %q; want %s/%s %q\n%s", c.path, p.Verdict, p.Evidence, p.ClosedBy, c.verdict, c.evidence, c.closedBy, p.Detail)
+			}
+			if !strings.Contains(p.Detail, c.detail) {
+				t.Errorf("detail %q does not say %q", p.Detail, c.detail)
+			}
+			if len(p.Attempts) != len(c.attempts) {
+				t.Errorf("attempts %v", p.Attempts)
+			}
+			r, err := NewReport(parse(t, shopManifest), described(), c.attempts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [3]int{r.Closed, r.Open, r.Unproven}; got != c.counts {
+				t.Errorf("counts %v, want %v", got, c.counts)
+			}
+			if r.ClosedComputed+r.ClosedRecorded != r.Closed || len(r.Recorded) != len(c.attempts) {
+				t.Errorf("closures not kept apart: %s", r.Counts())
+			}
+		})
+	}
+}
+
+func TestParseAttempts(t *testing.T) {
+	good := `[{"path":"instance-metadata","target":"169.254.169.254:80","result":"blocked","time":"2025-03-01T12:00:00Z"}]`
+	list, err := ParseAttempts(good)
+	if err != nil || len(list) != 1 || list[0].Result != Blocked || list[0].Time.Year() != 2025 {
+		t.Fatalf("%v %v", list, err)
+	}
+	if list, err := ParseAttempts(strings.Replace(good, "blocked", "escaped", 1)); err != nil || list[0].Result != Reached {
+		t.Fatalf("escaped: %v %v", list, err)
+	}
+	if list, err := ParseAttempts("  "); err != nil || list != nil {
+		t.Fatalf("empty: %v %v", list, err)
+	}
+	for raw, want := range map[string]string{
+		`{"path":"x"}`: "not a JSON list",
+		`[{"path":"instance-metadata","target":"a","result":"blocked","time":"2025-03-01T12:00:00Z","extra":1}]`: "unknown field",
+		`[{"path":"imds","target":"a","result":"blocked","time":"2025-03-01T12:00:00Z"}]`:                        `entry 1: path "imds" is not one of public-ip`,
+		`[{"path":"time-sync","target":"","result":"open","time":"2025-03-01T12:00:00Z"}]`:                       `target is empty; result "open" is neither`,
+		`[{"path":"time-sync","target":"a","result":"reached"}]`:                                                 "time is missing",
+		`[{"path":"time-sync","target":"a","result":"reached","time":"yesterday"}]`:                              "not a JSON list",
+	} {
+		_, err := ParseAttempts(raw)
+		list := refusal.All(err)
+		if len(list) == 0 || list[0].Code != AttemptsInvalid || list[0].Attribute != "recorded_attempts" || !strings.Contains(list[0].Summary, want) {
+			t.Errorf("ParseAttempts(%s) = %v, want %s mentioning %q", raw, err, AttemptsInvalid, want)
+		}
+	}
+}
+
+func TestResolveNetwork(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	full := map[string]string{
+		EnvRegion: "eu-west-1", EnvCluster: "previews", EnvVPCID: "vpc-0abc1234def567890", EnvVPCCIDR: "10.20.0.0/16",
+		EnvSubnetIDs: "subnet-0aaa1111bbb222333, subnet-0ccc4444ddd555666", EnvSubnetCIDRs: "10.20.1.0/24,10.20.2.0/24",
+	}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range full {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	t.Run("unset gives the placeholder network", func(t *testing.T) {
+		n, err := ResolveNetwork(NetworkSettings{}, noEnv)
+		if err != nil || n.Described || n.VPCID != PlaceholderNetwork().VPCID {
+			t.Fatalf("%+v %v", n, err)
+		}
+		if s := n.Sentence(); !strings.Contains(s, "Setting them changes the report, not the answer") || !strings.Contains(s, EnvSubnetCIDRs) {
+			t.Errorf("sentence %q", s)
+		}
+	})
+	t.Run("probe image alone keeps the placeholder", func(t *testing.T) {
+		n, err := ResolveNetwork(NetworkSettings{}, env(map[string]string{EnvProbeImage: "ghcr.io/antifailure/probe:1"}))
+		if err != nil || n.Described || n.ProbeImage != "ghcr.io/antifailure/probe:1" {
+			t.Fatalf("%+v %v", n, err)
+		}
+	})
+	t.Run("from the environment", func(t *testing.T) {
+		n, err := ResolveNetwork(NetworkSettings{}, env(full))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !n.Described || n.Region != "eu-west-1" || len(n.Subnets) != 2 || n.Subnets[1].ID != "subnet-0ccc4444ddd555666" || n.Subnets[1].CIDR.String() != "10.20.2.0/24" {
+			t.Fatalf("%+v", n)
+		}
+		if s := n.Sentence(); !strings.Contains(s, "vpc-0abc1234def567890") || !strings.Contains(s, "not the answer") {
+			t.Errorf("sentence %q", s)
+		}
+	})
+	t.Run("explicit wins", func(t *testing.T) {
+		n, err := ResolveNetwork(NetworkSettings{Region: "eu-central-1", SubnetIDs: []string{"subnet-0eee7777fff888999"}, SubnetCIDRs: []string{"10.20.9.0/24"}}, env(full))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Region != "eu-central-1" || len(n.Subnets) != 1 || n.Subnets[0].ID != "subnet-0eee7777fff888999" || n.Cluster != "previews" {
+			t.Fatalf("%+v", n)
+		}
+	})
+	bad := []struct {
+		name     string
+		explicit NetworkSettings
+		env      map[string]string
+		code     refusal.Code
+		attr     string
+		says     string
+	}{
+		{"count mismatch", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.1.0/24"), SubnetCountMismatch, AttrSubnetCIDRs, "AF_ECS_SUBNET_IDS (from the environment) lists 2 subnet(s) but AF_ECS_SUBNET_CIDRS (from the environment) lists 1"},
+		{"invalid CIDR", NetworkSettings{}, with(EnvVPCCIDR, "10.20.0.0/33"), NetworkBadValue, AttrVPCCIDR, `AF_ECS_VPC_CIDR (from the environment) "10.20.0.0/33" is not a CIDR block`},
+		{"host bits", NetworkSettings{}, with(EnvVPCCIDR, "10.20.0.1/16"), NetworkBadValue, AttrVPCCIDR, "host bits set"},
+		{"IPv6 VPC block", NetworkSettings{}, with(EnvVPCCIDR, "2001:db8::/56"), NetworkBadValue, AttrVPCCIDR, "not an IPv4"},
+		{"subnet outside the VPC", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.1.0/24,10.99.2.0/24"), SubnetOutsideVPC, AttrSubnetCIDRs, "entry 2, 10.99.2.0/24, lies outside the VPC's 10.20.0.0/16"},
+		{"subnet larger than the VPC", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.1.0/24,10.0.0.0/8"), NetworkBadValue, AttrSubnetCIDRs, "/8"},
+		{"overlapping subnets", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.0.0/20,10.20.2.0/24"), SubnetOutsideVPC, AttrSubnetCIDRs, "overlap"},
+		{"duplicate subnet id", NetworkSettings{}, with(EnvSubnetIDs, "subnet-0aaa1111bbb222333,subnet-0aaa1111bbb222333"), SubnetOutsideVPC, AttrSubnetIDs, "twice"},
+		{"bad subnet id", NetworkSettings{}, with(EnvSubnetIDs, "subnet-0aaa1111bbb222333,sn-2"), NetworkBadValue, AttrSubnetIDs, `entry 2, "sn-2"`},
+		{"bad region", NetworkSettings{}, with(EnvRegion, "Ireland"), NetworkBadValue, AttrRegion, `AF_ECS_REGION (from the environment) "Ireland"`},
+		{"bad VPC id", NetworkSettings{}, with(EnvVPCID, "vpc-xyz"), NetworkBadValue, AttrVPCID, "not a VPC id"},
+		{"cluster ARN in another region", NetworkSettings{}, with(EnvCluster, "arn:aws:ecs:us-east-1:123456789012:cluster/previews"), NetworkBadValue, AttrCluster, "in us-east-1, not in eu-west-1"},
+		{"bad attribute named as attribute", NetworkSettings{VPCCIDR: "ten"}, full, NetworkBadValue, AttrVPCCIDR, "AF_ECS_VPC_CIDR (attribute vpc_cidr)"},
+		{"partly set", NetworkSettings{}, map[string]string{EnvRegion: "eu-west-1", EnvVPCID: "vpc-0abc1234def567890"}, NetworkIncomplete, AttrRegion, "AF_ECS_CLUSTER (cluster), AF_ECS_VPC_CIDR (vpc_cidr), AF_ECS_SUBNET_IDS (subnet_ids), AF_ECS_SUBNET_CIDRS (subnet_cidrs) are not set, while AF_ECS_REGION, AF_ECS_VPC_ID are"},
+		{"bad probe image", NetworkSettings{ProbeImage: "probe image"}, nil, NetworkBadValue, AttrProbeImage, "not an image reference"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ResolveNetwork(c.explicit, env(c.env))
+			list := refusal.All(err)
+			if len(list) == 0 {
+				t.Fatal("accepted")
+			}
+			r := list[0]
+			if r.Code != c.code || r.Attribute != c.attr || !strings.Contains(r.Summary, c.says) {
+				t.Fatalf("got %s on %s: %q\nwant %s on %s mentioning %q", r.Code, r.Attribute, r.Summary, c.code, c.attr, c.says)
+			}
+			if !r.Code.Known() || !strings.HasSuffix(r.Body(), "Nothing was created.") {
+				t.Errorf("body %q", r.Body())
+			}
+		})
+	}
+}
+
+func TestPlanDocument(t *testing.T) {
+	d1, d2 := planDoc(t, described()), planDoc(t, described())
+	if !bytes.Equal(d1, d2) {
+		t.Fatal("the plan document is not stable")
+	}
+	again, err := Normalize(d1)
+	if err != nil || !bytes.Equal(again, d1) {
+		t.Fatal("the plan document is not in normal form")
+	}
+	s := string(d1)
+	for _, want := range []string{
+		`"networkMode":"awsvpc"`, `"requiresCompatibilities":["FARGATE"]`, `"assignPublicIp":"DISABLED"`,
+		`"logDriver":"awslogs"`, `"awslogs-group":"/antifailure/shop"`, `"FirewallFailOpen":"DISABLED"`,
+		`"Priority":101`, `"VpcEndpointType":"Interface"`, `"ServiceName":"com.amazonaws.eu-west-1.ecr.dkr"`,
+		`prod-eu-west-1-starport-layer-bucket/*`, `"platformVersion":"1.4.0"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("document lacks %s", want)
+		}
+	}
+	for _, absent := range []string{"taskRoleArn", "enableExecuteCommand", ProbeContainerName, "null", `""`} {
+		if strings.Contains(s, absent) {
+			t.Errorf("document holds %s", absent)
+		}
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, d1); err != nil || !bytes.Equal(compact.Bytes(), d1) {
+		t.Error("document is not compact")
+	}
+
+	// The network changes the report, not the answer.
+	other := planDoc(t, PlaceholderNetwork())
+	if bytes.Equal(other, d1) {
+		t.Fatal("the network does not reach the plan")
+	}
+	a, b := mustEvaluate(t, d1, nil), mustEvaluate(t, other, nil)
+	for id := range a {
+		if a[id].Verdict != b[id].Verdict {
+			t.Errorf("%s: %s on one network, %s on the other", id, a[id].Verdict, b[id].Verdict)
+		}
+	}
+}
+
+func TestProbeContainer(t *testing.T) {
+	net := described()
+	net.ProbeImage = "ghcr.io/antifailure/probe:1"
+	p, err := BuildPlan(parse(t, shopManifest), net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := p.ECS.RegisterTaskDefinition.ContainerDefinitions
+	if len(cs) != 3 || *cs[0].Name != ProbeContainerName || *cs[0].Image != net.ProbeImage {
+		t.Fatalf("containers %v", cs)
+	}
+	for _, c := range cs[1:] {
+		if len(c.DependsOn) != 1 || *c.DependsOn[0].ContainerName != ProbeContainerName || c.DependsOn[0].Condition != "SUCCESS" {
+			t.Errorf("%s does not wait for the probe", *c.Name)
+		}
+	}
+	doc, _ := p.JSON()
+	v := mustEvaluate(t, doc, nil)
+	if !strings.Contains(v[PathInstanceMetadata].Detail, "carries the probe container "+net.ProbeImage) {
+		t.Errorf("detail %q", v[PathInstanceMetadata].Detail)
+	}
+	if v[PathInstanceMetadata].Verdict != Unproven {
+		t.Error("a probe container is not evidence")
+	}
+	base := mustEvaluate(t, planDoc(t, described()), nil)
+	if !strings.Contains(base[PathInstanceMetadata].Detail, "AF_ECS_PROBE_IMAGE unset the plan carries no probe container") {
+		t.Errorf("detail %q", base[PathInstanceMetadata].Detail)
+	}
+}
+
+func TestEndpointPolicies(t *testing.T) {
+	r, err := NewReport(parse(t, shopManifest), described(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sortedKeys(r.VPCEndpointPolicies); !reflect.DeepEqual(got, []string{"ecr.api", "ecr.dkr", "logs", "s3"}) {
+		t.Fatalf("services %v", got)
+	}
+	for svc, want := range map[string][]string{
+		"ecr.dkr": {"arn:aws:ecr:eu-west-1:${aws:PrincipalAccount}:repository/antifailure/shop", "ecr:GetAuthorizationToken"},
+		"logs":    {"arn:aws:logs:eu-west-1:${aws:PrincipalAccount}:log-group:/antifailure/shop"},
+		"s3":      {"arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/*", "arn:aws:s3:::antifailure-shop-0abc1234def567890/*"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(r.VPCEndpointPolicies[svc], w) {
+				t.Errorf("%s policy lacks %s: %s", svc, w, r.VPCEndpointPolicies[svc])
+			}
+		}
+		var pd PolicyDocument
+		if err := json.Unmarshal([]byte(r.VPCEndpointPolicies[svc]), &pd); err != nil || pd.Version != "2012-10-17" {
+			t.Errorf("%s policy: %v", svc, err)
+		}
+	}
+}
+
+func TestOwnFirewallGroupIsClean(t *testing.T) {
+	r, err := NewReport(parse(t, shopManifest), described(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := r.DNSFirewallRules
+	last := rules[len(rules)-1]
+	if last.Name != dnsfirewall.TerminalRuleName || last.Action != "BLOCK" || last.Domains[0] != "*" {
+		t.Fatalf("last rule %+v", last)
+	}
+	if f := dnsfirewall.Check(dnsfirewall.Input{Rules: rules, FailOpen: "DISABLED", Catalogue: parse(t, shopManifest).Egress}); len(f) != 0 {
+		t.Fatal(f)
+	}
+	var names []string
+	for _, rl := range rules {
+		names = append(names, fmt.Sprintf("%s:%s", rl.Action, rl.Domains[0]))
+	}
+	got := strings.Join(names, " ")
+	for _, want := range []string{"BLOCK:hooks.slack.com", "BLOCK:raw.githubusercontent.com", "ALLOW:api.stripe.com",
+		"ALLOW:*.githubusercontent.com", "ALLOW:api.ecr.eu-west-1.amazonaws.com", "ALLOW:*.dkr.ecr.eu-west-1.amazonaws.com"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rules %s lack %s", got, want)
+		}
+	}
+	if strings.Index(got, "BLOCK:raw.githubusercontent.com") > strings.Index(got, "ALLOW:*.githubusercontent.com") {
+		t.Errorf("the mock host is not blocked ahead of the wildcard: %s", got)
+	}
+}
+
+func TestRefusal(t *testing.T) {
+	m := parse(t, shopManifest)
+	r := Refusal(m, PlaceholderNetwork())
+	if r.Code != RuntimeRefused || r.Attribute != "manifest" || r.Line != 3 {
+		t.Fatalf("%+v", r)
+	}
+	for _, want := range []string{"10 are closed", "1 open (task-metadata)", "2 unproven (instance-metadata, time-sync)"} {
+		if !strings.Contains(r.Summary, want) {
+			t.Errorf("summary %q lacks %q", r.Summary, want)
+		}
+	}
+	body := r.Body()
+	for _, want := range []string{
+		"Use runtime.provider: kubernetes against an EKS cluster, where the probe runs.",
+		"antifailure_ecs_egress_report",
+		"Setting them changes the report, not the answer",
+		"task-metadata          open     documented",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	if !strings.HasSuffix(body, "Nothing was created.") || !strings.HasPrefix(r.Title(), "AF-ECS-001 ") {
+		t.Errorf("title %q body %q", r.Title(), body)
+	}
+	if d := Refusal(m, described()); strings.Contains(d.Body(), "placeholder") || !strings.Contains(d.Body(), "vpc-0abc1234def567890") {
+		t.Errorf("described network: %s", d.Body())
+	}
+}
+
+func TestRefusalNamesUnrepresentableHost(t *testing.T) {
+	m := parse(t, "name: shop\nruntime:\n  provider: ecs\negress:\n  - host: _dmarc.example.com\n    mode: mock\n")
+	r := Refusal(m, PlaceholderNetwork())
+	if r.Code != RuntimeRefused || !strings.Contains(r.Body(), `"_dmarc.example.com"`) || !strings.Contains(r.Body(), "AF-DNS-001") {
+		t.Fatalf("%s", r.Error())
+	}
+	_, err := NewReport(m, PlaceholderNetwork(), nil)
+	if list := refusal.All(err); len(list) != 1 || list[0].Code != dnsfirewall.HostUnrepresentable || list[0].Line != 5 {
+		t.Fatalf("%v", err)
+	}
+}
+
+func BenchmarkNewReport(b *testing.B) {
+	m := parse(b, shopManifest)
+	net := described()
+	for i := 0; i < b.N; i++ {
+		if _, err := NewReport(m, net, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
