@@ -32,3 +32,7 @@ echo
 echo "==> 2. The same manifest with an enterprise license (multi_runtime): placed in Frankfurt"
 AF_LICENSE=$(go run ./scripts/demolicense) terraform -chdir="$work/seed" apply -auto-approve -no-color 2>&1 |
   sed -n '/^Outputs:/,$p'
+
+echo
+echo "==> 3. A real preview environment on this machine: runtime.provider local, contained"
+PROVIDER_BIN_DIR="$work/bin" bash scripts/demo-local.sh

@@ -169,7 +169,7 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 						MarkdownDescription: "Every attempt: what it tried to reach, how, and what happened.",
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host`, `tenant`, or `control` (the positive control: the egress gateway)."),
-							"method":   computedString("How: `tcp`, `udp-dns`, `tcp-dns`, `dns-lookup`, `http`."),
+							"method":   computedString("How: `tcp`, `udp-dns`, `tcp-dns`, `dns-lookup`, `http`, `unix` (a host Unix socket; the target is its path)."),
 							"target":   computedString("The literal address (or, for a lookup, the name)."),
 							"outcome":  computedString("`blocked` or `escaped` for escape attempts; `reached` or `failed` for the control."),
 							"detail":   computedString("What the attempt saw."),

@@ -3,8 +3,10 @@ package provider
 import (
 	"sync"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/local"
 )
 
 // runtimeFactory builds the runtime a placement names, from the provider's
@@ -42,5 +44,8 @@ var runtimeUnavailable = refusal.Register("AF-RUN-001",
 
 // releaseRuntimes is the production wiring of runtimes.
 func releaseRuntimes(_ *providerData, kind string) (runtime.Runtime, error) {
+	if kind == manifest.ProviderLocal {
+		return local.New(local.Options{}), nil
+	}
 	return nil, refusal.New(runtimeUnavailable, "runtime.provider %s cannot start environments in this build", kind)
 }

@@ -1,0 +1,493 @@
+package egress
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
+)
+
+// DialFunc opens a connection for a forwarded call.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// Gateway is one environment's egress gateway. It is an http.Handler (the
+// proxy) and a dns.Handler (the answerer).
+type Gateway struct {
+	// Dial forwards allow and sandbox calls. Nil means PublicOnlyDialer.
+	// Tests inject a dialer that reaches loopback servers only.
+	Dial DialFunc
+	// Log, when set, receives one JSON line per decision (see Decision).
+	Log io.Writer
+	// Now stamps captures; nil means time.Now.
+	Now func() time.Time
+
+	state     atomic.Pointer[gatewayState]
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+	logMu     sync.Mutex
+	captureMu sync.Mutex
+}
+
+type gatewayState struct {
+	cfg Config
+	cat catalogue
+}
+
+// New builds a gateway for cfg.
+func New(cfg Config) (*Gateway, error) {
+	g := &Gateway{}
+	if err := g.Reload(cfg); err != nil {
+		return nil, err
+	}
+	g.transport = &http.Transport{
+		Proxy:                 nil, // never chain to another proxy from the environment
+		DialContext:           g.dial,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          32,
+		IdleConnTimeout:       60 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 60 * time.Second,
+	}
+	g.proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL = pr.In.URL
+			pr.Out.Host = pr.In.URL.Host
+			pr.Out.Header.Del("Proxy-Authorization")
+			pr.Out.Header.Del("Proxy-Connection")
+		},
+		Transport: g.transport,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			m := r.Context().Value(matchKey{}).(Match)
+			g.refuse(w, r, m, http.StatusBadGateway, fmt.Sprintf("%s could not forward to %s (catalogue entry %q, mode %s): %v", ForwardFailed, r.URL.Host, m.Rule.Host, m.Rule.Mode, err))
+		},
+	}
+	return g, nil
+}
+
+// Reload replaces the configuration; calls in flight finish under the old one.
+func (g *Gateway) Reload(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if len(cfg.AnswerAddrs) == 0 {
+		cfg.AnswerAddrs = []string{"127.0.0.1"}
+	}
+	if cfg.CaptureLimit == 0 {
+		cfg.CaptureLimit = DefaultCaptureLimit
+	}
+	g.state.Store(&gatewayState{cfg: cfg, cat: compile(cfg.Catalogue)})
+	return nil
+}
+
+// Config is the configuration in force.
+func (g *Gateway) Config() Config { return g.state.Load().cfg }
+
+// Lookup says what the catalogue in force does with host.
+func (g *Gateway) Lookup(host string) Match { return g.state.Load().cat.lookup(host) }
+
+// Close releases idle forwarded connections.
+func (g *Gateway) Close() { g.transport.CloseIdleConnections() }
+
+func (g *Gateway) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if g.Dial != nil {
+		return g.Dial(ctx, network, addr)
+	}
+	return PublicOnlyDialer(ctx, network, addr)
+}
+
+// PublicOnlyDialer dials like net.Dialer but refuses, at connect time (after
+// resolution, so a name that resolves inward is caught too), loopback,
+// private, shared (100.64/10), link-local, multicast and unspecified
+// addresses: the gateway opens the way to the catalogue's public hosts, not to
+// the network it runs in or the cloud's metadata service.
+func PublicOnlyDialer(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 15 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		if !Public(ap.Addr()) {
+			return fmt.Errorf("refusing to forward to non-public address %s", ap.Addr())
+		}
+		return nil
+	}}
+	return d.DialContext(ctx, network, addr)
+}
+
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+
+// Public reports whether a is an address the gateway may forward to.
+func Public(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !sharedSpace.Contains(a) && !thisNetwork.Contains(a)
+}
+
+type matchKey struct{}
+
+// Decision is one line of the gateway's log.
+type Decision struct {
+	Time   time.Time `json:"time"`
+	Kind   string    `json:"kind"` // http, connect, dns
+	Method string    `json:"method,omitempty"`
+	Host   string    `json:"host"`
+	Path   string    `json:"path,omitempty"`
+	Mode   string    `json:"mode"` // the entry's mode, or "not-in-catalogue"
+	Entry  string    `json:"entry,omitempty"`
+	Status int       `json:"status,omitempty"`
+}
+
+func (g *Gateway) now() time.Time {
+	if g.Now != nil {
+		return g.Now()
+	}
+	return time.Now()
+}
+
+func (g *Gateway) logDecision(d Decision) {
+	if g.Log == nil {
+		return
+	}
+	d.Time = g.now().UTC()
+	b, _ := json.Marshal(d)
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	_, _ = g.Log.Write(append(b, '\n'))
+}
+
+func modeOf(m Match) string {
+	if !m.Found {
+		return "not-in-catalogue"
+	}
+	return string(m.Rule.Mode)
+}
+
+// ServeHTTP is the proxy. It takes absolute-form requests (a client using the
+// gateway as HTTP_PROXY), CONNECT, and origin-form requests whose Host header
+// names the destination (a client that resolved a locally answered name to
+// the gateway and called it directly).
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodConnect {
+		g.connect(w, r)
+		return
+	}
+	target := *r.URL
+	if !target.IsAbs() {
+		target.Scheme, target.Host = "http", r.Host
+	}
+	if target.Scheme != "http" {
+		http.Error(w, fmt.Sprintf("the egress gateway forwards http:// requests and CONNECT tunnels, not %s://", target.Scheme), http.StatusBadRequest)
+		return
+	}
+	r.URL = &target
+	if normalizeHost(target.Host) == ControlHost {
+		g.control(w)
+		return
+	}
+	m := g.Lookup(target.Host)
+	switch {
+	case !m.Found:
+		g.refuse(w, r, m, http.StatusForbidden, notInCatalogue(m.Host))
+	case m.Rule.Mode == manifest.ModeBlock:
+		g.refuse(w, r, m, http.StatusForbidden, blocked(m))
+	case m.Rule.Mode == manifest.ModeMock:
+		g.mock(w, r, m)
+	case m.Rule.Mode == manifest.ModeCapture:
+		g.capture(w, r, m)
+	case m.Rule.Mode == manifest.ModeSynth:
+		g.synth(w, r, m)
+	default: // allow, sandbox
+		g.logDecision(Decision{Kind: "http", Method: r.Method, Host: m.Host, Path: target.Path, Mode: modeOf(m), Entry: m.Rule.Host})
+		g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), matchKey{}, m)))
+	}
+}
+
+func notInCatalogue(host string) string {
+	return fmt.Sprintf("%s %s is not in the egress catalogue, so the gateway refuses calls to it.\nAdd it to the manifest's egress list with the mode it needs (mock, capture, synth, sandbox, allow or block).", NotInCatalogue, host)
+}
+
+func blocked(m Match) string {
+	return fmt.Sprintf("%s %s is blocked by the egress catalogue entry %q (mode block).", Blocked, m.Host, m.Rule.Host)
+}
+
+func gatewayHeader(m Match) string {
+	if !m.Found {
+		return "refused; not-in-catalogue"
+	}
+	return fmt.Sprintf("%s; entry=%s", m.Rule.Mode, m.Rule.Host)
+}
+
+func (g *Gateway) refuse(w http.ResponseWriter, r *http.Request, m Match, status int, msg string) {
+	g.logDecision(Decision{Kind: kindOf(r), Method: r.Method, Host: m.Host, Path: r.URL.Path, Mode: modeOf(m), Entry: m.Rule.Host, Status: status})
+	w.Header().Set(HeaderGateway, gatewayHeader(m))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, msg+"\n")
+}
+
+func kindOf(r *http.Request) string {
+	if r.Method == http.MethodConnect {
+		return "connect"
+	}
+	return "http"
+}
+
+func (g *Gateway) control(w http.ResponseWriter) {
+	w.Header().Set(HeaderGateway, "control")
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"gateway": "ok", "environment": g.Config().Environment, "entries": len(g.Config().Catalogue)})
+}
+
+func (g *Gateway) mock(w http.ResponseWriter, r *http.Request, m Match) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+	resp := Response{}
+	if m.Rule.Response != nil {
+		resp = *m.Rule.Response
+	}
+	if resp.Status == 0 {
+		resp.Status = http.StatusOK
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set(HeaderGateway, gatewayHeader(m))
+	w.WriteHeader(resp.Status)
+	_, _ = io.WriteString(w, resp.Body)
+	g.logDecision(Decision{Kind: "http", Method: r.Method, Host: m.Host, Path: r.URL.Path, Mode: modeOf(m), Entry: m.Rule.Host, Status: resp.Status})
+}
+
+// synthetic is the body a synth host answers with: what was asked, and an id
+// derived from it, so the same request always gets the same answer.
+type synthetic struct {
+	Synthetic bool                `json:"synthetic"`
+	Entry     string              `json:"entry"`
+	ID        string              `json:"id"`
+	Method    string              `json:"method"`
+	Host      string              `json:"host"`
+	Path      string              `json:"path"`
+	Query     map[string][]string `json:"query,omitempty"`
+	BodyBytes int                 `json:"body_bytes"`
+}
+
+func (g *Gateway) synth(w http.ResponseWriter, r *http.Request, m Match) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", r.Method, m.Host, r.URL.Path, r.URL.RawQuery)
+	h.Write(body)
+	s := synthetic{
+		Synthetic: true, Entry: m.Rule.Host, ID: hex.EncodeToString(h.Sum(nil))[:16],
+		Method: r.Method, Host: m.Host, Path: r.URL.Path, BodyBytes: len(body),
+	}
+	if q := r.URL.Query(); len(q) > 0 {
+		s.Query = q
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(HeaderGateway, gatewayHeader(m))
+	_ = json.NewEncoder(w).Encode(s)
+	g.logDecision(Decision{Kind: "http", Method: r.Method, Host: m.Host, Path: r.URL.Path, Mode: modeOf(m), Entry: m.Rule.Host, Status: http.StatusOK})
+}
+
+// connect handles CONNECT: a tunnel for forwarded hosts, a refusal otherwise.
+func (g *Gateway) connect(w http.ResponseWriter, r *http.Request) {
+	r.URL = &url.URL{Host: r.Host}
+	m := g.Lookup(r.Host)
+	switch {
+	case !m.Found:
+		g.refuse(w, r, m, http.StatusForbidden, notInCatalogue(m.Host))
+		return
+	case m.Rule.Mode == manifest.ModeBlock:
+		g.refuse(w, r, m, http.StatusForbidden, blocked(m))
+		return
+	case m.Local():
+		g.refuse(w, r, m, http.StatusForbidden, fmt.Sprintf("%s %s is answered locally by the gateway (catalogue entry %q, mode %s), and a CONNECT tunnel is TLS the gateway cannot answer inside.\nCall it over plain http:// in the preview environment.", TLSToLocal, m.Host, m.Rule.Host, m.Rule.Mode))
+		return
+	}
+	addr := r.Host
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		addr = net.JoinHostPort(addr, "443")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+	upstream, err := g.dial(ctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		g.refuse(w, r, m, http.StatusBadGateway, fmt.Sprintf("%s could not open a tunnel to %s (catalogue entry %q, mode %s): %v", ForwardFailed, addr, m.Rule.Host, m.Rule.Mode, err))
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		upstream.Close()
+		http.Error(w, "CONNECT needs HTTP/1.1", http.StatusHTTPVersionNotSupported)
+		return
+	}
+	client, buf, err := hj.Hijack()
+	if err != nil {
+		upstream.Close()
+		return
+	}
+	g.logDecision(Decision{Kind: "connect", Host: m.Host, Mode: modeOf(m), Entry: m.Rule.Host, Status: http.StatusOK})
+	_, _ = client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+	// Bytes the client sent after the CONNECT header, already buffered.
+	if n := buf.Reader.Buffered(); n > 0 {
+		b, _ := buf.Peek(n)
+		if _, err := upstream.Write(b); err != nil {
+			client.Close()
+			upstream.Close()
+			return
+		}
+	}
+	Splice(client, upstream)
+}
+
+// Splice copies both ways until either side is done, then closes both.
+func Splice(a, b net.Conn) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	cp := func(dst, src net.Conn) {
+		defer wg.Done()
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			_ = dst.Close()
+		}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	wg.Wait()
+	a.Close()
+	b.Close()
+}
+
+// credentialHeaders are never written to a capture file.
+var credentialHeaders = map[string]bool{
+	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
+	"X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true, "X-Amz-Security-Token": true,
+	"X-Csrf-Token": true, "X-Xsrf-Token": true,
+}
+
+// credentialWords mark a header as a credential wherever they appear in its
+// name (X-Stripe-Secret, X-Github-Token, Private-Key …).
+var credentialWords = []string{"auth", "token", "secret", "password", "passwd", "api-key", "apikey", "credential", "session", "signature", "private-key", "cookie"}
+
+// IsCredentialHeader reports whether a header is left out of captures.
+func IsCredentialHeader(name string) bool {
+	name = http.CanonicalHeaderKey(name)
+	if credentialHeaders[name] {
+		return true
+	}
+	lower := strings.ToLower(name)
+	for _, w := range credentialWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// Capture is one captured request, one line of the capture file.
+type Capture struct {
+	Time    time.Time           `json:"time"`
+	Entry   string              `json:"entry"`
+	Method  string              `json:"method"`
+	Host    string              `json:"host"`
+	Path    string              `json:"path"`
+	Query   string              `json:"query,omitempty"`
+	Headers map[string][]string `json:"headers"`
+	// Redacted names the credential headers that were left out.
+	Redacted []string `json:"redacted,omitempty"`
+	// Body is the body as text when it is valid UTF-8, else BodyBase64.
+	Body       string `json:"body,omitempty"`
+	BodyBase64 []byte `json:"body_base64,omitempty"`
+	BodyBytes  int64  `json:"body_bytes"` // the whole body's size
+	Truncated  bool   `json:"truncated,omitempty"`
+}
+
+func (g *Gateway) capture(w http.ResponseWriter, r *http.Request, m Match) {
+	cfg := g.Config()
+	body, _ := io.ReadAll(io.LimitReader(r.Body, int64(cfg.CaptureLimit)))
+	rest, _ := io.Copy(io.Discard, r.Body)
+	c := Capture{
+		Time: g.now().UTC(), Entry: m.Rule.Host, Method: r.Method, Host: m.Host,
+		Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string][]string{},
+		BodyBytes: int64(len(body)) + rest, Truncated: rest > 0,
+	}
+	for k, v := range r.Header {
+		if IsCredentialHeader(k) {
+			c.Redacted = append(c.Redacted, k)
+			continue
+		}
+		if k == "Proxy-Connection" {
+			continue
+		}
+		c.Headers[k] = v
+	}
+	sort.Strings(c.Redacted)
+	if utf8.Valid(body) {
+		c.Body = string(body)
+	} else {
+		c.BodyBase64 = body
+	}
+	if err := g.appendCapture(cfg.CaptureFile, c); err != nil {
+		g.refuse(w, r, m, http.StatusInternalServerError, fmt.Sprintf("the gateway could not record the capture: %v", err))
+		return
+	}
+	w.Header().Set(HeaderGateway, gatewayHeader(m))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_ = json.NewEncoder(w).Encode(map[string]any{"captured": true, "entry": m.Rule.Host})
+	g.logDecision(Decision{Kind: "http", Method: r.Method, Host: m.Host, Path: r.URL.Path, Mode: modeOf(m), Entry: m.Rule.Host, Status: http.StatusAccepted})
+}
+
+func (g *Gateway) appendCapture(path string, c Capture) error {
+	if path == "" {
+		return nil
+	}
+	line, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	g.captureMu.Lock()
+	defer g.captureMu.Unlock()
+	f, err := openAppend(path)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(append(line, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	return werr
+}
+
+// ReadCaptures reads a capture file.
+func ReadCaptures(r io.Reader) ([]Capture, error) {
+	var out []Capture
+	dec := json.NewDecoder(r)
+	for {
+		var c Capture
+		if err := dec.Decode(&c); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+}
