@@ -20,8 +20,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
@@ -240,7 +242,17 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 		Steps: []resource.TestStep{
 			{ // Create; the framework then checks that a second plan is empty.
 				Config: localEnvironmentConfig(t, marker, "hello"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionCreate),
+					// Known at plan: the ID, the placement, the services the
+					// plan proposes; known only after the probe: containment.
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("id"), knownvalue.StringExact("shop-pr-1")),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("target"), knownvalue.StringExact("local")),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("services").AtMapKey("web").AtMapKey("running"), knownvalue.Bool(true)),
+					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("containment")),
+				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(envAddr, "queue_position", "1"),
 					resource.TestCheckResourceAttr(envAddr, "id", "shop-pr-1"),
 					resource.TestCheckResourceAttr(envAddr, "runtime", "local"),
 					resource.TestCheckResourceAttr(envAddr, "namespace", "shop-pr-1"),
