@@ -6,6 +6,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/local"
 )
 
@@ -43,9 +44,12 @@ var runtimeUnavailable = refusal.Register("AF-RUN-001",
 	"Use a runtime this build can start, or a provider release that has it.")
 
 // releaseRuntimes is the production wiring of runtimes.
-func releaseRuntimes(_ *providerData, kind string) (runtime.Runtime, error) {
-	if kind == manifest.ProviderLocal {
+func releaseRuntimes(pd *providerData, kind string) (runtime.Runtime, error) {
+	switch kind {
+	case manifest.ProviderLocal:
 		return local.New(local.Options{}), nil
+	case manifest.ProviderKubernetes:
+		return kubernetes.New(kubernetes.Kubeconfig{Path: pd.kubeconfig.Path, Content: pd.kubeconfig.Content}, nil, kubernetes.Options{})
 	}
 	return nil, refusal.New(runtimeUnavailable, "runtime.provider %s cannot start environments in this build", kind)
 }

@@ -1,0 +1,356 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/license"
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testenv/standin"
+)
+
+// These tests run terraform against the real kube-apiserver pair of
+// scripts/testenv.sh (joined through AF_TESTENV, or started for the test),
+// with the kubelet stand-in playing the node: it finishes the containment
+// probe with the result the test chooses and readies the pods. Without the
+// API server binaries they fail; they never skip.
+
+// kubeRequests counts the Kubernetes runtime's API requests in these tests.
+type kubeRequests struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *kubeRequests) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+		return rt.RoundTrip(r)
+	})
+}
+
+func (c *kubeRequests) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = 0
+	return n
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// kubernetesTestProviders serves the provider with the Kubernetes runtime
+// built from the provider's own kubeconfig_path / kubeconfig attributes, as
+// a release build does, with a request counter on its transport.
+func kubernetesTestProviders(cnt *kubeRequests) map[string]func() (tfprotov6.ProviderServer, error) {
+	d := deps{
+		verifier: testVerifier(),
+		now:      func() time.Time { return testNow },
+		getenv:   func(string) string { return "" },
+		runtimes: func(pd *providerData, kind string) (runtime.Runtime, error) {
+			if kind != manifest.ProviderKubernetes {
+				return releaseRuntimes(pd, kind)
+			}
+			return kube.New(kube.Kubeconfig{Path: pd.kubeconfig.Path, Content: pd.kubeconfig.Content}, cnt.wrap,
+				kube.Options{ProbeTimeout: 30 * time.Second, IngressClassName: "nginx"})
+		},
+	}
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"antifailure": providerserver.NewProtocol6WithError(newWith("test", d)()),
+	}
+}
+
+// kubeTestenv joins or starts the test API servers and runs a kubelet
+// stand-in on eu-prod for the test.
+func kubeTestenv(t *testing.T) (*testenv.Env, *standin.StandIn) {
+	t.Helper()
+	te, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(te.Stop)
+	for _, kctx := range []string{testenv.EU, testenv.US} {
+		if _, err := testenv.EnsureClusterDNS(context.Background(), te.Client(t, kctx)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := standin.New(te.Client(t, testenv.EU), standin.Options{Interval: 50 * time.Millisecond, NamespacePrefix: "af-tfshop-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return te, s
+}
+
+// The application is "tfshop" so that these tests' namespaces (af-tfshop-…)
+// never mix with the runtime package's (af-shop-…) on a shared testenv.
+const kubeManifest = `    name: tfshop
+    runtime:
+      provider: kubernetes
+      domain: preview.example.com
+      requires:
+        region: eu-west-1
+      targets:
+        - name: frankfurt
+          kubeconfig_context: eu-prod
+          domain: eu.preview.example.com
+          tags: {region: eu-west-1}
+        - name: virginia
+          kubeconfig_context: us-prod
+          domain: us.preview.example.com
+          tags: {region: us-east-1}
+    services:
+      web:
+        image: ghcr.io/acme/shop:1.4.2
+        command: ["./shop", "serve"]
+        port: 8080
+        web: true
+        health: /healthz
+      worker:
+        image: ghcr.io/acme/shop:1.4.2
+        command: ["./shop", "work"]
+    egress:
+      - host: api.stripe.com
+        mode: sandbox
+      - host: hooks.slack.com
+        mode: capture`
+
+func kubeConfig(kubeconfig, name string) string {
+	return fmt.Sprintf(`provider "antifailure" {
+  license         = %q
+  kubeconfig_path = %q
+}
+
+resource "antifailure_preview_environment" "this" {
+  name     = %q
+  manifest = <<-EOT
+%s
+  EOT
+}
+`, testLicense(license.FeatureMultiRuntime), kubeconfig, name, kubeManifest)
+}
+
+// afObjects lists these tests' namespaces and what is in them on a cluster.
+func afObjects(c k8s.Interface) ([]string, error) {
+	const prefix = "af-tfshop-"
+	ctx := context.Background()
+	nss, err := c.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range nss.Items {
+		if !strings.HasPrefix(ns.Name, prefix) {
+			continue
+		}
+		out = append(out, "namespace/"+ns.Name)
+		deps, _ := c.AppsV1().Deployments(ns.Name).List(ctx, metav1.ListOptions{})
+		for _, o := range deps.Items {
+			out = append(out, "deployment/"+o.Name)
+		}
+		svcs, _ := c.CoreV1().Services(ns.Name).List(ctx, metav1.ListOptions{})
+		for _, o := range svcs.Items {
+			out = append(out, "service/"+o.Name)
+		}
+		ings, _ := c.NetworkingV1().Ingresses(ns.Name).List(ctx, metav1.ListOptions{})
+		for _, o := range ings.Items {
+			out = append(out, "ingress/"+o.Name+"="+o.Spec.Rules[0].Host)
+		}
+		nps, _ := c.NetworkingV1().NetworkPolicies(ns.Name).List(ctx, metav1.ListOptions{})
+		for _, o := range nps.Items {
+			out = append(out, "networkpolicy/"+o.Name)
+		}
+		pods, _ := c.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelProbe + "=true"})
+		for _, o := range pods.Items {
+			out = append(out, "probe-pod/"+o.Name)
+		}
+	}
+	return out, nil
+}
+
+// TestAccPreviewEnvironment_kubernetes_KubeletStandIn is the issue's "done
+// when", through terraform: apply of a two-service manifest puts the
+// namespace, policies, gateway, Deployments, Service and Ingress on the
+// placed cluster only (the probe ran and is gone); the plan right after is
+// empty; a Deployment deleted by hand shows in the next plan and apply puts
+// it back; import by <kubeconfig_context>/<namespace> reads the same
+// environment; destroy leaves nothing. Then a probe that escapes refuses the
+// apply with AF-RUN-043 and leaves nothing either.
+func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
+	te, stand := kubeTestenv(t)
+	eu, us := te.Client(t, testenv.EU), te.Client(t, testenv.US)
+	var cnt kubeRequests
+	config := kubeConfig(te.Kubeconfig, "pr-1")
+	const ns = "af-tfshop-pr-1"
+
+	onlyInEU := func(*terraform.State) error {
+		t.Logf("apply: %d Kubernetes API requests", cnt.take())
+		got, err := afObjects(eu)
+		if err != nil {
+			return err
+		}
+		want := []string{
+			"namespace/" + ns, "deployment/af-egress-gateway", "deployment/web", "deployment/worker",
+			"service/af-egress-gateway", "service/web", "ingress/web=web-pr-1.eu.preview.example.com",
+			"networkpolicy/af-default-deny", "networkpolicy/af-gateway-egress", "networkpolicy/af-gateway-from-services",
+			"networkpolicy/af-services-to-gateway", "networkpolicy/af-web-web",
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			return fmt.Errorf("eu-prod holds\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+		}
+		if left, _ := afObjects(us); len(left) != 0 {
+			return fmt.Errorf("us-prod holds %v", left)
+		}
+		if stand.Probes() == 0 {
+			return fmt.Errorf("no containment probe ran")
+		}
+		return nil
+	}
+
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: kubernetesTestProviders(&cnt),
+		CheckDestroy: func(*terraform.State) error {
+			t.Logf("terraform destroy (its refresh included): %d Kubernetes API requests", cnt.take())
+			if left, _ := afObjects(eu); len(left) != 0 {
+				return fmt.Errorf("left after destroy: %v", left)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "id", "eu-prod/"+ns),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "namespace", ns),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "kubeconfig_context", "eu-prod"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "target", "frankfurt"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "urls.%", "1"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "urls.web", "http://web-pr-1.eu.preview.example.com"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.%", "2"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.worker.running", "true"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.web.image", "ghcr.io/acme/shop:1.4.2"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.verdict", "contained"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.attempts.#", "17"),
+					onlyInEU,
+				),
+			},
+			{
+				// A Deployment deleted by hand: the next plan is not empty.
+				PreConfig: func() {
+					if err := eu.AppsV1().Deployments(ns).Delete(context.Background(), "worker", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					cnt.take()
+				},
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Apply puts it back; the plan after is empty again.
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.worker.running", "true"),
+					func(*terraform.State) error {
+						t.Logf("refresh, plan and update after the drift: %d Kubernetes API requests", cnt.take())
+						_, err := eu.AppsV1().Deployments(ns).Get(context.Background(), "worker", metav1.GetOptions{})
+						return err
+					},
+				),
+			},
+			{
+				// Scaled by hand: a diff as well.
+				PreConfig: func() {
+					d, err := eu.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					three := int32(3)
+					d.Spec.Replicas = &three
+					if _, err := eu.AppsV1().Deployments(ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:             config,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: config,
+				Check:  resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.web.replicas", "1"),
+			},
+			{
+				ResourceName:      "antifailure_preview_environment.this",
+				ImportState:       true,
+				ImportStateId:     "eu-prod/" + ns,
+				ImportStateVerify: true,
+				ImportStateCheck: func([]*terraform.InstanceState) error {
+					t.Logf("scale-drift plan and apply, then import: %d Kubernetes API requests", cnt.take())
+					return nil
+				},
+				// What only the configuration knows.
+				ImportStateVerifyIgnore: []string{"manifest", "name", "images", "wait_for_rollout", "timeouts", "target", "placement", "queue_position"},
+			},
+		},
+	})
+
+	// A probe that gets out: AF-RUN-043, and nothing is left.
+	stand.SetProbe(standin.Escaped)
+	defer stand.SetProbe(standin.Contained)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: kubernetesTestProviders(&cnt),
+		Steps: []resource.TestStep{{
+			Config:      kubeConfig(te.Kubeconfig, "pr-2"),
+			ExpectError: regexp.MustCompile(`(?s)AF-RUN-043 The containment probe got out: 1 of 15 attempts escaped.*1\.1\.1\.1:443\s+escaped.*No application process or image was started\..*Nothing was created\.`),
+		}},
+	})
+	if left, _ := afObjects(eu); len(left) != 0 {
+		t.Errorf("left after the refused apply: %v", left)
+	}
+	if _, err := eu.CoreV1().Namespaces().Get(context.Background(), "af-tfshop-pr-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("namespace af-tfshop-pr-2: %v", err)
+	}
+}
+
+// TestAccPreviewEnvironment_kubernetes_missingContext: a target context the
+// kubeconfig lacks is refused at plan, listing the contexts there are, with
+// no request to any cluster.
+func TestAccPreviewEnvironment_kubernetes_missingContext(t *testing.T) {
+	te, _ := kubeTestenv(t)
+	var cnt kubeRequests
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: kubernetesTestProviders(&cnt),
+		Steps: []resource.TestStep{{
+			Config:             strings.Replace(kubeConfig(te.Kubeconfig, "pr-3"), "kubeconfig_context: eu-prod", "kubeconfig_context: ap-prod", 1),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+			ExpectError:        regexp.MustCompile(`(?s)AF-K8S-001 kubeconfig context "ap-prod" does not exist.*eu-prod, eu-prod-viewer, us-prod`),
+		}},
+	})
+	if n := cnt.take(); n != 0 {
+		t.Errorf("a plan refused for its context sent %d requests", n)
+	}
+}

@@ -1,0 +1,525 @@
+// Package kubernetes is the Kubernetes runtime: one namespace per preview
+// environment, holding the runtime's own NetworkPolicies, an egress gateway,
+// and per service a Deployment (per web service also a Service and an
+// Ingress), created through client-go against the cluster behind the placed
+// target's kubeconfig context.
+//
+// Order of creation, and why:
+//
+//  1. the namespace af-<app>-<env>, labelled as ours;
+//  2. the NetworkPolicies: default deny in both directions; services may reach
+//     only the egress gateway's proxy and DNS ports; the gateway may reach the
+//     outside except private, shared, link-local and the cluster's ranges; web
+//     services accept ingress from the ingress controller's namespace;
+//  3. the egress gateway (catalogue ConfigMap, Service, Deployment), rolled out;
+//  4. the containment probe: a Pod with the service labels, so it runs under
+//     exactly the services' rules, making literal-IP escape attempts and a
+//     positive control over a short window. Contained: the probe is deleted
+//     and creation goes on. Anything else: AF-RUN-043/044/045, everything is
+//     removed, nothing of the application was started;
+//  5. per service a Deployment, per web service a Service and an Ingress;
+//     then the rollout is awaited.
+//
+// Any failing step removes the namespace (and so everything in it) and waits
+// until it is gone before answering "Nothing was created."
+//
+// Cost: a refresh is four requests whatever the number of services (GET the
+// namespace, LIST Deployments, Services and Ingresses by label); a delete is
+// three (GET, DELETE with a UID precondition, one WATCH until gone).
+package kubernetes
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
+	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+)
+
+// Codes this runtime refuses with (AF-RUN-043/044/045, the probe's verdicts,
+// belong to package probe).
+var (
+	ContextMissing = refusal.Register("AF-K8S-001",
+		"The placed target's kubeconfig_context is not a context of the kubeconfig.",
+		"Add the context to the kubeconfig, or set the target's kubeconfig_context to one of the contexts listed.")
+	NoKubeconfig = refusal.Register("AF-K8S-002",
+		"No usable kubeconfig: none was given, or it cannot be read or parsed.",
+		"Set the provider's kubeconfig_path or kubeconfig, or KUBECONFIG, to a valid kubeconfig.")
+	BadName = refusal.Register("AF-K8S-003",
+		"A name the environment needs on Kubernetes is not valid there (too long, or reserved).",
+		"Shorten the application, environment or service name as the message says.")
+	APIFailed = refusal.Register("AF-K8S-004",
+		"A Kubernetes API request failed.",
+		"Check that the cluster is reachable and that the kubeconfig's user may manage namespaces and their objects, then apply again.")
+	RolloutFailed = refusal.Register("AF-K8S-005",
+		"A Deployment did not become available: it exceeded its progress deadline, or the timeout ran out.",
+		"Read the Deployment's events and its pods' status for the reason (image, readiness path, resources), fix it, and apply again.")
+	ProbeDidNotRun = refusal.Register("AF-K8S-006",
+		"The containment probe pod did not finish in time, so containment is unproven.",
+		"Check that the cluster can schedule pods in the namespace and pull the probe image, then apply again.")
+	AlreadyExists = refusal.Register("AF-K8S-007",
+		"The environment's namespace already exists.",
+		"Import the environment (terraform import with <kubeconfig_context>/<namespace>) or choose another environment name.")
+	NotOurs = refusal.Register("AF-K8S-008",
+		"The namespace is not an Antifailure preview environment (it lacks the runtime's labels).",
+		"Name a namespace the Kubernetes runtime created (af-<app>-<env>).")
+	BadImportID = refusal.Register("AF-K8S-009",
+		"The import ID is not <kubeconfig_context>/<namespace>.",
+		"Import with an ID such as eu-prod/af-shop-pr-42.")
+)
+
+// Labels and annotations the runtime puts on what it creates.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "antifailure"
+	LabelApp       = "antifailure.dev/app"
+	LabelEnv       = "antifailure.dev/environment"
+	// LabelRole is RoleService on service pods and the probe, RoleGateway on
+	// the gateway; the NetworkPolicies select on it.
+	LabelRole   = "antifailure.dev/role"
+	RoleService = "service"
+	RoleGateway = "gateway"
+	LabelSvc    = "antifailure.dev/service"
+	LabelWeb    = "antifailure.dev/web"
+	// LabelProbe marks the containment probe pod.
+	LabelProbe = "antifailure.dev/probe"
+
+	// AnnotationCreateID is a random token set on the namespace at creation,
+	// so that a create whose response was lost can tell its own namespace
+	// from one that was there before.
+	AnnotationCreateID = "antifailure.dev/create-id"
+	// AnnotationContainment holds the probe result (probe.Result as JSON).
+	AnnotationContainment = "antifailure.dev/containment"
+	// AnnotationProbePlan holds the probe's planned attempts (probe.Attempt
+	// without outcomes, as JSON) on the probe pod.
+	AnnotationProbePlan = "antifailure.dev/probe-plan"
+	// AnnotationConfigHash on the gateway's pod template rolls the gateway
+	// when the egress catalogue changes.
+	AnnotationConfigHash = "antifailure.dev/egress-config-sha256"
+)
+
+// Names of the objects the runtime itself owns inside the namespace. Service
+// names starting with "af-" are refused so that they never collide.
+const (
+	GatewayName      = "af-egress-gateway"
+	GatewayConfigMap = "af-egress-config"
+	ProbePodName     = "af-containment-probe"
+	reservedPrefix   = "af-"
+)
+
+// Gateway ports: the proxy, and DNS (the container listens on an
+// unprivileged port; the Service maps 53 onto it).
+const (
+	ProxyPort         = 3128
+	GatewayDNSPort    = 5353
+	ServiceDNSPort    = 53
+	gatewayConfigPath = "/etc/antifailure/egress/config.json"
+)
+
+// Defaults for Options.
+const (
+	DefaultProbeImage   = "busybox:1.36.1"
+	DefaultGatewayImage = "ghcr.io/antifailure/egress-gateway:latest"
+	DefaultURLScheme    = "http"
+)
+
+// DefaultGatewayArgs is the gateway container's argv after the image's
+// entrypoint.
+var DefaultGatewayArgs = []string{
+	"--config=" + gatewayConfigPath,
+	fmt.Sprintf("--http=:%d", ProxyPort),
+	fmt.Sprintf("--dns=:%d", GatewayDNSPort),
+}
+
+// ExcludedRanges are never reachable from the gateway: RFC 1918, shared
+// address space (RFC 6598) and link-local, plus IPv6 unique-local and
+// link-local. Options.ClusterCIDRs adds the cluster's own ranges.
+var ExcludedRanges = []string{
+	"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16",
+	"fc00::/7", "fe80::/10",
+}
+
+// Kubeconfig is where the runtime reads its kubeconfig from. Content wins
+// over Path; with neither, KUBECONFIG (a list of files, merged as kubectl
+// does). There is no further fallback: not ~/.kube/config, not in-cluster
+// configuration.
+type Kubeconfig struct {
+	Path    string
+	Content string
+}
+
+// Options tune the runtime. The zero value is usable.
+type Options struct {
+	// GatewayImage runs the egress gateway (package egress behind a main);
+	// GatewayCommand and GatewayArgs override its entrypoint and argv.
+	GatewayImage   string
+	GatewayCommand []string
+	GatewayArgs    []string
+	// ProbeImage runs the containment probe script; it needs a POSIX shell
+	// with busybox's nc, nslookup, wget and timeout. Default DefaultProbeImage.
+	ProbeImage string
+
+	// IngressClassName is set on every Ingress; empty leaves the cluster's
+	// default class to decide.
+	IngressClassName string
+	// IngressNamespaceSelector selects the ingress controller's namespace,
+	// the only source web services accept traffic from. Default
+	// kubernetes.io/metadata.name=ingress-nginx.
+	IngressNamespaceSelector map[string]string
+	// IngressPodSelector narrows that to the controller's pods (optional).
+	IngressPodSelector map[string]string
+	// ClusterDNSNamespace and ClusterDNSSelector find the cluster resolver:
+	// the probe tries to reach it (by its Service's ClusterIP, read from
+	// ClusterDNSService), and the gateway alone may use it to resolve
+	// allow/sandbox hosts. Defaults kube-system, k8s-app=kube-dns, kube-dns.
+	ClusterDNSNamespace string
+	ClusterDNSService   string
+	ClusterDNSSelector  map[string]string
+	// ClusterCIDRs are the cluster's pod, service and node ranges, excluded
+	// from the gateway's egress on top of ExcludedRanges.
+	ClusterCIDRs []string
+	// URLScheme is the scheme of the URLs reported for web services
+	// (default http; an Ingress with TLS for its host reports https).
+	URLScheme string
+
+	// ProbeWindow is how long the probe repeats its attempts (policies may
+	// be programmed late for new pods); ProbeInterval is the pause between
+	// rounds; ProbeAttemptTimeout bounds one attempt. Defaults 15s, 3s, 2s.
+	ProbeWindow         time.Duration
+	ProbeInterval       time.Duration
+	ProbeAttemptTimeout time.Duration
+	// ProbeTimeout bounds the whole probe, from creating the pod to reading
+	// its result (scheduling and image pull included). Default 3m.
+	ProbeTimeout time.Duration
+	// ProbePublicIPs are the public addresses tried on TCP 443 and 80, and
+	// ProbeResolvers the public resolvers tried on UDP and TCP 53.
+	// Defaults 1.1.1.1, 8.8.8.8 for both.
+	ProbePublicIPs []string
+	ProbeResolvers []string
+
+	// ProgressDeadline is each Deployment's progressDeadlineSeconds (default
+	// 10m, the Kubernetes default); a rollout that exceeds it fails at once.
+	ProgressDeadline time.Duration
+	// CleanupTimeout bounds removing a failed create (default 3m); it runs
+	// even when the create's own context has run out.
+	CleanupTimeout time.Duration
+
+	// QPS and Burst for the client (defaults 50, 100; a negative QPS turns
+	// the client-side rate limit off).
+	QPS   float32
+	Burst int
+}
+
+func (o Options) withDefaults() Options {
+	if o.GatewayImage == "" {
+		o.GatewayImage = DefaultGatewayImage
+	}
+	if o.GatewayArgs == nil {
+		o.GatewayArgs = DefaultGatewayArgs
+	}
+	if o.ProbeImage == "" {
+		o.ProbeImage = DefaultProbeImage
+	}
+	if o.IngressNamespaceSelector == nil {
+		o.IngressNamespaceSelector = map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}
+	}
+	if o.ClusterDNSNamespace == "" {
+		o.ClusterDNSNamespace = "kube-system"
+	}
+	if o.ClusterDNSService == "" {
+		o.ClusterDNSService = "kube-dns"
+	}
+	if o.ClusterDNSSelector == nil {
+		o.ClusterDNSSelector = map[string]string{"k8s-app": "kube-dns"}
+	}
+	if o.URLScheme == "" {
+		o.URLScheme = DefaultURLScheme
+	}
+	if o.ProbeWindow == 0 {
+		o.ProbeWindow = 15 * time.Second
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = 3 * time.Second
+	}
+	if o.ProbeAttemptTimeout == 0 {
+		o.ProbeAttemptTimeout = 2 * time.Second
+	}
+	if o.ProbeTimeout == 0 {
+		o.ProbeTimeout = 3 * time.Minute
+	}
+	if o.ProbePublicIPs == nil {
+		o.ProbePublicIPs = []string{"1.1.1.1", "8.8.8.8"}
+	}
+	if o.ProbeResolvers == nil {
+		o.ProbeResolvers = []string{"1.1.1.1", "8.8.8.8"}
+	}
+	if o.ProgressDeadline == 0 {
+		o.ProgressDeadline = 10 * time.Minute
+	}
+	if o.CleanupTimeout == 0 {
+		o.CleanupTimeout = 3 * time.Minute
+	}
+	if o.QPS == 0 {
+		o.QPS = 50
+	}
+	if o.Burst == 0 {
+		o.Burst = 100
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	for _, c := range o.ClusterCIDRs {
+		if _, err := netip.ParsePrefix(c); err != nil {
+			return fmt.Errorf("kubernetes runtime: cluster CIDR %q: %w", c, err)
+		}
+	}
+	for _, ip := range append(slices.Clone(o.ProbePublicIPs), o.ProbeResolvers...) {
+		if _, err := netip.ParseAddr(ip); err != nil {
+			return fmt.Errorf("kubernetes runtime: probe address %q is not a literal IP", ip)
+		}
+	}
+	if o.URLScheme != "http" && o.URLScheme != "https" {
+		return fmt.Errorf("kubernetes runtime: URL scheme %q is not http or https", o.URLScheme)
+	}
+	if o.ProbeWindow < 0 || o.ProbeInterval < 0 || o.ProbeAttemptTimeout < time.Second || o.ProbeTimeout < 0 {
+		return fmt.Errorf("kubernetes runtime: probe durations must be positive (attempt timeout at least 1s)")
+	}
+	return nil
+}
+
+// Runtime is the Kubernetes runtime. It is safe for concurrent use.
+type Runtime struct {
+	src  Kubeconfig
+	wrap func(http.RoundTripper) http.RoundTripper
+	opts Options
+
+	mu      sync.Mutex
+	clients map[string]k8s.Interface // by context name
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// New builds the runtime. wrap, when not nil, wraps every HTTP round trip the
+// runtime makes (tests count or fail requests with it). Nothing is read or
+// dialled until a method needs it.
+func New(src Kubeconfig, wrap func(http.RoundTripper) http.RoundTripper, opts Options) (*Runtime, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	return &Runtime{src: src, wrap: wrap, opts: opts, clients: map[string]k8s.Interface{}}, nil
+}
+
+// Options returns the options in force, defaults filled in.
+func (r *Runtime) Options() Options { return r.opts }
+
+// loadKubeconfig reads the kubeconfig, locally. where says which source it
+// came from, for messages.
+func (r *Runtime) loadKubeconfig() (cfg *clientcmdapi.Config, where string, err error) {
+	switch {
+	case r.src.Content != "":
+		where = "the provider's kubeconfig attribute"
+		cfg, err = clientcmd.Load([]byte(r.src.Content))
+	case r.src.Path != "":
+		where = r.src.Path
+		cfg, err = clientcmd.LoadFromFile(r.src.Path)
+	case os.Getenv("KUBECONFIG") != "":
+		where = "KUBECONFIG=" + os.Getenv("KUBECONFIG")
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(os.Getenv("KUBECONFIG"))}
+		cfg, err = rules.Load()
+	default:
+		return nil, "", refusal.New(NoKubeconfig, "No kubeconfig was given for the kubernetes runtime").
+			WithDetail("The provider's kubeconfig_path and kubeconfig are unset and KUBECONFIG is empty. The runtime does not fall back to ~/.kube/config or to in-cluster configuration.").
+			OnAttribute("kubeconfig_path")
+	}
+	if err != nil {
+		return nil, "", refusal.New(NoKubeconfig, "The kubeconfig from %s cannot be read: %v", where, err).OnAttribute("kubeconfig_path")
+	}
+	return cfg, where, nil
+}
+
+// contextFor is the kubeconfig context an environment uses: the placed
+// target's kubeconfig_context; with no targets in the manifest (the runtime
+// itself), the kubeconfig's current-context, named in the resource ID from
+// then on.
+func contextFor(env runtime.Environment, cfg *clientcmdapi.Config) string {
+	if c := env.Placement.Target.KubeconfigContext; c != "" {
+		return c
+	}
+	if cfg != nil {
+		return cfg.CurrentContext
+	}
+	return ""
+}
+
+// checkContext refuses a context the kubeconfig does not have, listing those
+// it has. It reads nothing but the kubeconfig.
+func (r *Runtime) checkContext(name string, pos manifest.Position) (*clientcmdapi.Config, error) {
+	cfg, where, err := r.loadKubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	if name != "" {
+		if _, ok := cfg.Contexts[name]; ok {
+			return cfg, nil
+		}
+	}
+	have := make([]string, 0, len(cfg.Contexts))
+	for n := range cfg.Contexts {
+		have = append(have, n)
+	}
+	slices.Sort(have)
+	list := "none"
+	if len(have) > 0 {
+		list = strings.Join(have, ", ")
+	}
+	var ref *refusal.Refusal
+	if name == "" {
+		ref = refusal.New(ContextMissing, "The environment's target names no kubeconfig_context and the kubeconfig (%s) has no current-context", where)
+	} else {
+		ref = refusal.New(ContextMissing, "kubeconfig context %q does not exist in the kubeconfig (%s)", name, where)
+	}
+	ref.Detail = fmt.Sprintf("Contexts in the kubeconfig: %s. The runtime never uses another context instead.", list)
+	ref.Line, ref.Column = pos.Line, pos.Column
+	return nil, ref
+}
+
+// client returns the (cached) clientset for a context. The context must have
+// passed checkContext.
+func (r *Runtime) client(name string) (k8s.Interface, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[name]; ok {
+		return c, nil
+	}
+	cfg, err := r.checkContext(name, manifest.Position{})
+	if err != nil {
+		return nil, err
+	}
+	rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return nil, refusal.New(NoKubeconfig, "kubeconfig context %q cannot be used: %v", name, err).OnAttribute("kubeconfig_path")
+	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = r.opts.QPS, r.opts.Burst
+	rc.UserAgent = "terraform-provider-antifailure"
+	if r.wrap != nil {
+		prev := rc.WrapTransport
+		rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			if prev != nil {
+				rt = prev(rt)
+			}
+			return r.wrap(rt)
+		}
+	}
+	c, err := k8s.NewForConfig(rc)
+	if err != nil {
+		return nil, refusal.New(NoKubeconfig, "kubeconfig context %q cannot be used: %v", name, err).OnAttribute("kubeconfig_path")
+	}
+	r.clients[name] = c
+	return c, nil
+}
+
+// NamespaceFor is the namespace an environment lives in: af-<app>-<env>.
+func NamespaceFor(app, env string) string { return "af-" + app + "-" + env }
+
+// HostFor is a web service's Ingress host: <service>-<env>.<domain>.
+func HostFor(service, env, domain string) string { return service + "-" + env + "." + domain }
+
+// RefFor is the environment's ID: <kubeconfig_context>/<namespace>.
+func (r *Runtime) RefFor(env runtime.Environment) runtime.Ref {
+	cfg, _, _ := r.loadKubeconfig()
+	return runtime.Ref{ID: contextFor(env, cfg) + "/" + NamespaceFor(env.Manifest.Name, env.Name)}
+}
+
+// ParseRef splits an ID (or import ID) into context and namespace.
+func ParseRef(ref runtime.Ref) (kubeContext, namespace string, err error) {
+	i := strings.LastIndexByte(ref.ID, '/')
+	if i <= 0 || i == len(ref.ID)-1 {
+		return "", "", refusal.New(BadImportID, "%q is not <kubeconfig_context>/<namespace>", ref.ID).OnAttribute("id")
+	}
+	kubeContext, namespace = ref.ID[:i], ref.ID[i+1:]
+	if !isDNSLabel(namespace) {
+		return "", "", refusal.New(BadImportID, "%q in %q is not a namespace name", namespace, ref.ID).OnAttribute("id")
+	}
+	return kubeContext, namespace, nil
+}
+
+// Check refuses, without any cluster call, what can be told from the
+// environment and the kubeconfig alone: a context that does not exist, and
+// names Kubernetes would reject.
+func (r *Runtime) Check(env runtime.Environment) error {
+	m := env.Manifest
+	var errs refusal.List
+	if ns := NamespaceFor(m.Name, env.Name); len(ns) > 63 {
+		errs = append(errs, refusal.New(BadName, "The namespace name %s is %d characters; Kubernetes allows 63", ns, len(ns)).
+			WithNext("Shorten the application name (%d characters) or the environment name (%d characters) so that together they stay within 59.", len(m.Name), len(env.Name)).
+			OnAttribute("name"))
+	}
+	for _, s := range m.Services {
+		if strings.HasPrefix(s.Name, reservedPrefix) {
+			errs = append(errs, refusal.New(BadName, "Service name %q starts with %q, which the kubernetes runtime reserves for its own objects", s.Name, reservedPrefix).
+				At(s.Pos.Line, s.Pos.Column).WithNext("Rename the service."))
+		}
+		if !s.Web {
+			continue
+		}
+		if s.Name[0] >= '0' && s.Name[0] <= '9' {
+			errs = append(errs, refusal.New(BadName, "Web service %q starts with a digit; a Kubernetes Service name must start with a letter", s.Name).
+				At(s.Pos.Line, s.Pos.Column).WithNext("Rename the service to start with a letter."))
+		}
+		if label := s.Name + "-" + env.Name; len(label) > 63 {
+			errs = append(errs, refusal.New(BadName, "The host label %s of web service %q is %d characters; DNS allows 63", label, s.Name, len(label)).
+				At(s.Pos.Line, s.Pos.Column).WithNext("Shorten the service or environment name."))
+		}
+		if host := HostFor(s.Name, env.Name, env.Placement.Domain); len(host) > 253 {
+			errs = append(errs, refusal.New(BadName, "The host %s of web service %q is longer than 253 characters", host, s.Name).
+				At(s.Pos.Line, s.Pos.Column))
+		}
+	}
+	var pos manifest.Position
+	for _, t := range m.Runtime.Targets {
+		if t.Name == env.Placement.Target.Name {
+			pos = t.Pos
+		}
+	}
+	cfg, _, err := r.loadKubeconfig()
+	if err != nil {
+		errs = append(errs, refusal.All(err)...)
+	} else if _, err := r.checkContext(contextFor(env, cfg), pos); err != nil {
+		errs = append(errs, refusal.All(err)...)
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,292 @@
+package kubernetes
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
+	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+)
+
+// busyboxPath makes a directory whose only commands are busybox applets, so
+// that the script runs with exactly the tools of the default probe image.
+func busyboxPath(t *testing.T, applets ...string) string {
+	t.Helper()
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		t.Fatal("busybox is not installed (apt-get install busybox-static): the probe script must run under the shell it will really have")
+	}
+	dir := t.TempDir()
+	for _, a := range applets {
+		if err := os.Symlink(bb, filepath.Join(dir, a)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var probeApplets = []string{"sh", "nc", "nslookup", "wget", "timeout", "grep", "tr", "cut", "mkdir", "tail", "sleep", "cat", "echo"}
+
+func startGateway(t *testing.T) (httpAddr, dnsAddr string) {
+	t.Helper()
+	l, err := egress.Listen(egress.Addrs{HTTP: []string{"127.0.0.1:0"}, DNS: []string{"127.0.0.1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- egress.Serve(ctx, egress.Config{Environment: "probe-test", AnswerAddrs: []string{"127.0.0.1"}}, l)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Logf("gateway: %v", err)
+		}
+	})
+	return l.HTTP[0].Addr().String(), l.DNSPacket[0].LocalAddr().String()
+}
+
+// TestProbeScript_Busybox runs the generated script under busybox sh against
+// local stand-ins for everything it tries: an open port (must read
+// "escaped"), a closed one ("blocked"), a real egress gateway (the controls
+// "reached"; its DNS answering counts as a resolver reached) and a silent UDP
+// port (a resolver that does not answer is "blocked").
+func TestProbeScript_Busybox(t *testing.T) {
+	path := busyboxPath(t, probeApplets...)
+	gwHTTP, gwDNS := startGateway(t)
+
+	open, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	go func() {
+		for {
+			c, err := open.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	closedL, _ := net.Listen("tcp", "127.0.0.1:0")
+	closed := closedL.Addr().String()
+	closedL.Close()
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	_, openPort, _ := net.SplitHostPort(open.Addr().String())
+	_, closedPort, _ := net.SplitHostPort(closed)
+
+	plan := []plannedAttempt{
+		{Attempt: probe.Attempt{Category: probe.Public, Method: "tcp", Target: open.Addr().String()}, fn: "try_tcp", args: []string{"127.0.0.1", openPort}},
+		{Attempt: probe.Attempt{Category: probe.Public, Method: "tcp", Target: closed}, fn: "try_tcp", args: []string{"127.0.0.1", closedPort}},
+		{Attempt: probe.Attempt{Category: probe.Resolver, Method: "udp-dns", Target: gwDNS}, fn: "try_dns", args: []string{gwDNS}},
+		{Attempt: probe.Attempt{Category: probe.Resolver, Method: "udp-dns", Target: silent.LocalAddr().String()}, fn: "try_dns", args: []string{silent.LocalAddr().String()}},
+		{Attempt: probe.Attempt{Category: probe.PublicName, Method: "dns-lookup", Target: "example.com"}, fn: "try_lookup", args: []string{"example.com", gwDNS}},
+		{Attempt: probe.Attempt{Category: probe.Host, Method: "tcp", Target: HostIPTarget + ":" + openPort}, fn: "try_tcp", args: []string{"$HOST_IP", openPort}},
+		{Attempt: probe.Attempt{Category: probe.Control, Method: "http", Target: gwHTTP}, fn: "ctl_http", args: []string{gwHTTP}},
+		{Attempt: probe.Attempt{Category: probe.Control, Method: "dns-lookup", Target: egress.ControlHost}, fn: "ctl_dns", args: []string{gwDNS}},
+	}
+	result := filepath.Join(t.TempDir(), "termination-log")
+	cmd := exec.Command(filepath.Join(path, "sh"), "-c", probeScript(plan))
+	cmd.Env = []string{
+		"PATH=" + path, "AF_PROBE_WINDOW=2", "AF_PROBE_INTERVAL=1", "AF_PROBE_TIMEOUT=1",
+		"AF_PROBE_NAME=example.com", "HOST_IP=127.0.0.1", "AF_PROBE_RESULT_FILE=" + result, "AF_PROBE_DIR=" + t.TempDir(),
+	}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	t.Logf("script ran %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+	logged, err := probe.ReadLines(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rounds := len(logged) / len(plan); rounds < 2 || len(logged)%len(plan) != 0 {
+		t.Errorf("log holds %d lines for %d attempts: want whole rounds, at least 2 over a 2s window", len(logged), len(plan))
+	}
+	raw, err := os.ReadFile(result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) > 4096 {
+		t.Errorf("termination message is %d bytes; the kubelet keeps 4096", len(raw))
+	}
+	summary, err := probe.ReadLines(strings.NewReader(string(raw)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []probe.Outcome{probe.Escape, probe.Blocked, probe.Escape, probe.Blocked, probe.Blocked, probe.Escape, probe.Reached, probe.Reached}
+	if len(summary) != len(want) {
+		t.Fatalf("summary has %d attempts, want %d:\n%s", len(summary), len(want), raw)
+	}
+	for i, a := range summary {
+		if a.Outcome != want[i] {
+			t.Errorf("attempt %d %s: outcome %s, want %s", i, a, a.Outcome, want[i])
+		}
+		if a.Category != plan[i].Category || a.Method != plan[i].Method {
+			t.Errorf("attempt %d is %s/%s, want %s/%s", i, a.Category, a.Method, plan[i].Category, plan[i].Method)
+		}
+	}
+	if got := summary[5].Target; got != "127.0.0.1:"+openPort {
+		t.Errorf("host attempt reports target %q, want the hostIP filled in", got)
+	}
+	if r := probe.Judge(summarize(logged), time.Since(start)); r.Verdict != probe.NotContained {
+		t.Errorf("verdict from the log %s, want %s", r.Verdict, probe.NotContained)
+	}
+	if r := probe.Judge(summary, time.Since(start)); r.Verdict != probe.NotContained {
+		t.Errorf("verdict from the termination message %s, want %s", r.Verdict, probe.NotContained)
+	}
+}
+
+// TestProbeScript_MissingTool: an image without the tools reports nothing,
+// which judges inconclusive (never contained).
+func TestProbeScript_MissingTool(t *testing.T) {
+	// dash, not busybox sh: busybox finds its own applets without PATH.
+	path := busyboxPath(t, "nslookup", "wget", "timeout", "grep", "tr", "cut", "mkdir", "tail", "sleep", "cat") // no nc
+	if err := os.Symlink("/bin/sh", filepath.Join(path, "sh")); err != nil {
+		t.Fatal(err)
+	}
+	plan := Options{}.withDefaults().probePlan(probeTargets{gatewayIP: "127.0.0.1", apiServerIP: "10.0.0.1", publicName: "example.com"})
+	cmd := exec.Command(filepath.Join(path, "sh"), "-c", probeScript(plan))
+	cmd.Env = []string{"PATH=" + path, "AF_PROBE_WINDOW=1", "AF_PROBE_INTERVAL=1", "AF_PROBE_TIMEOUT=1", "AF_PROBE_NAME=example.com",
+		"AF_PROBE_RESULT_FILE=" + filepath.Join(t.TempDir(), "r"), "AF_PROBE_DIR=" + t.TempDir()}
+	out, _ := cmd.CombinedOutput()
+	attempts, err := probe.ReadLines(strings.NewReader(string(out)))
+	if err != nil || len(attempts) != 0 || !strings.Contains(string(out), "lacks nc") {
+		t.Fatalf("want no attempts and a note about nc, got %d (%v):\n%s", len(attempts), err, out)
+	}
+	if r := probe.Judge(attempts, time.Second); r.Verdict != probe.Inconclusive {
+		t.Errorf("verdict %s, want %s", r.Verdict, probe.Inconclusive)
+	}
+}
+
+// TestProbeScript_Shape checks the generated plan and script without running
+// them: literal-IP targets for every escape attempt, the controls last, the
+// script valid for a POSIX sh, and a termination message that fits.
+func TestProbeScript_Shape(t *testing.T) {
+	o := Options{}.withDefaults()
+	tg := probeTargets{gatewayIP: "10.0.0.77", apiServerIP: "10.0.0.1", clusterDNS: "10.0.0.10", publicName: "example.com"}
+	plan := o.probePlan(tg)
+	seen := map[probe.Category]bool{}
+	for i, a := range plan {
+		seen[a.Category] = true
+		if a.Category == probe.Control {
+			continue
+		}
+		if a.Method == "dns-lookup" {
+			continue // a name lookup is the point of that attempt
+		}
+		host, _, err := net.SplitHostPort(strings.ReplaceAll(a.Target, HostIPTarget, "192.0.2.1"))
+		if err != nil || net.ParseIP(host) == nil {
+			t.Errorf("attempt %d %s: target is not a literal IP:port", i, a.Attempt)
+		}
+	}
+	for _, c := range []probe.Category{probe.Public, probe.Resolver, probe.PublicName, probe.Metadata, probe.ControlPlane, probe.Host, probe.Control} {
+		if !seen[c] {
+			t.Errorf("no attempt of category %s", c)
+		}
+	}
+	if plan[len(plan)-1].Category != probe.Control {
+		t.Error("the controls should come last")
+	}
+	for _, want := range []string{"1.1.1.1:443", "8.8.8.8:80", "8.8.8.8:53", "169.254.169.254:80", "10.0.0.1:443", "10.0.0.10:53", HostIPTarget + ":10250", "10.0.0.77:3128"} {
+		found := false
+		for _, a := range plan {
+			found = found || a.Target == want
+		}
+		if !found {
+			t.Errorf("no attempt at %s", want)
+		}
+	}
+	script := probeScript(plan)
+	cmd := exec.Command("sh", "-n")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sh -n: %v\n%s", err, out)
+	}
+	// The worst case of the termination message: every attempt's line with
+	// a full detail must fit in the kubelet's 4096 bytes.
+	var msg []string
+	for _, a := range plan {
+		a.Outcome, a.Detail, a.Elapsed = probe.Blocked, "r99 "+strings.Repeat("x", 48), 99*time.Second
+		msg = append(msg, probe.Line(a.Attempt))
+	}
+	if n := len(strings.Join(msg, "\n")); n > 4000 {
+		t.Errorf("termination message could be %d bytes", n)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	a := func(cat probe.Category, target string, o probe.Outcome) probe.Attempt {
+		return probe.Attempt{Category: cat, Method: "tcp", Target: target, Outcome: o}
+	}
+	in := []probe.Attempt{
+		a(probe.Public, "1.1.1.1:443", probe.Blocked), a(probe.Control, "gw", probe.Failed),
+		a(probe.Public, "1.1.1.1:443", probe.Escape), a(probe.Control, "gw", probe.Reached),
+		a(probe.Public, "1.1.1.1:443", probe.Blocked), a(probe.Control, "gw", probe.Failed),
+		a(probe.Metadata, "169.254.169.254:80", probe.Blocked),
+	}
+	got := summarize(in)
+	if len(got) != 3 || got[0].Outcome != probe.Escape || got[1].Outcome != probe.Reached || got[2].Outcome != probe.Blocked {
+		t.Fatalf("summarize = %v", got)
+	}
+}
+
+func TestParseRef(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"eu-prod/af-shop-pr-1": true, "arn:aws:eks:eu-west-1:1:cluster/x/af-a-b": true,
+		"nope": false, "/af-a-b": false, "eu-prod/": false, "eu-prod/Not_A_Label": false,
+	} {
+		_, _, err := ParseRef(refOf(id))
+		if (err == nil) != ok {
+			t.Errorf("ParseRef(%q) err = %v, want ok=%v", id, err, ok)
+		}
+	}
+	kctx, ns, _ := ParseRef(refOf("arn:aws:eks:eu-west-1:1:cluster/x/af-a-b"))
+	if kctx != "arn:aws:eks:eu-west-1:1:cluster/x" || ns != "af-a-b" {
+		t.Errorf("context %q namespace %q", kctx, ns)
+	}
+}
+
+func TestGatewayExcept(t *testing.T) {
+	b := &builder{opts: Options{ClusterCIDRs: []string{"10.96.0.0/12", "203.0.113.0/24", "fd00:10::/64"}}.withDefaults()}
+	v4, v6 := b.gatewayExcept()
+	for _, want := range []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "10.96.0.0/12", "203.0.113.0/24"} {
+		if !contains(v4, want) {
+			t.Errorf("IPv4 except lacks %s: %v", want, v4)
+		}
+	}
+	if !contains(v6, "fd00:10::/64") || !contains(v6, "fe80::/10") {
+		t.Errorf("IPv6 except %v", v6)
+	}
+	if _, err := New(Kubeconfig{}, nil, Options{ClusterCIDRs: []string{"10.0.0.0/33"}}); err == nil {
+		t.Error("a bad cluster CIDR was accepted")
+	}
+	if _, err := New(Kubeconfig{}, nil, Options{ProbePublicIPs: []string{"one.one.one.one"}}); err == nil {
+		t.Error("a probe target that is a name was accepted")
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func refOf(id string) runtime.Ref { return runtime.Ref{ID: id} }
