@@ -4,9 +4,13 @@ import (
 	"context"
 	"flag"
 	"log"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 	"github.com/antifailure/terraform-provider-antifailure/internal/provider"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/local"
 )
@@ -21,6 +25,17 @@ func main() {
 		return
 	}
 	var debug bool
+	if len(os.Args) > 1 && os.Args[1] == "gateway" {
+		// The egress gateway image runs this binary: one build, one catalogue
+		// reader, the same gateway the local runtime runs in-process.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if err := egress.Command(ctx, os.Args[2:]); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+
 	flag.BoolVar(&debug, "debug", false, "run the provider with support for debuggers like delve")
 	flag.Parse()
 

@@ -21,6 +21,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/residency"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 )
 
 // Environment variables the provider falls back to, for CI and Terraform Cloud
@@ -58,11 +59,12 @@ type antifailureProvider struct {
 var _ provider.ProviderWithFunctions = (*antifailureProvider)(nil)
 
 type providerModel struct {
-	License        types.String      `tfsdk:"license"`
-	Policy         *policyModel      `tfsdk:"policy"`
-	KubeconfigPath types.String      `tfsdk:"kubeconfig_path"`
-	Kubeconfig     types.String      `tfsdk:"kubeconfig"`
-	ECS            *ecsProviderModel `tfsdk:"ecs"`
+	License        types.String             `tfsdk:"license"`
+	Policy         *policyModel             `tfsdk:"policy"`
+	KubeconfigPath types.String             `tfsdk:"kubeconfig_path"`
+	Kubeconfig     types.String             `tfsdk:"kubeconfig"`
+	ECS            *ecsProviderModel        `tfsdk:"ecs"`
+	Kubernetes     *kubernetesProviderModel `tfsdk:"kubernetes"`
 }
 
 type policyModel struct {
@@ -78,6 +80,7 @@ type providerData struct {
 	getenv     func(string) string
 	runtimes   *runtimeCache
 	ecs        ecsSettings
+	k8s        kubernetes.Options
 }
 
 // kubeconfigSource is where the Kubernetes runtime reads its kubeconfig from:
@@ -125,7 +128,8 @@ func (p *antifailureProvider) Schema(_ context.Context, _ provider.SchemaRequest
 				MarkdownDescription: "Path to a kubeconfig file for the `kubernetes` runtime. Falls back to `" + envKubeconfigPath + "`. " +
 					"The context used is always the placed target's `kubeconfig_context`; there is no fallback to another context or to in-cluster configuration.",
 			},
-			"ecs": ecsProviderAttribute(),
+			"ecs":        ecsProviderAttribute(),
+			"kubernetes": kubernetesProviderAttribute(),
 			"kubeconfig": schema.StringAttribute{
 				Optional:  true,
 				Sensitive: true,
@@ -159,6 +163,7 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 
 	pd := &providerData{edition: edition, now: p.deps.now, getenv: getenv}
 	pd.ecs = cfg.ECS.settings()
+	pd.k8s = cfg.Kubernetes.options(getenv)
 	pd.runtimes = &runtimeCache{build: p.deps.runtimes, built: map[string]runtime.Runtime{}}
 	if pd.policy, err = readPolicy(cfg.Policy, getenv(envAllowedRegions)); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("policy").AtName("allowed_regions"))

@@ -1,0 +1,51 @@
+package provider
+
+import (
+	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
+)
+
+// Environment fallbacks of the provider's kubernetes block.
+const (
+	envK8sGatewayImage = "AF_K8S_GATEWAY_IMAGE"
+	envK8sProbeImage   = "AF_K8S_PROBE_IMAGE"
+	envK8sIngressClass = "AF_K8S_INGRESS_CLASS"
+)
+
+type kubernetesProviderModel struct {
+	GatewayImage     types.String `tfsdk:"gateway_image"`
+	ProbeImage       types.String `tfsdk:"probe_image"`
+	IngressClassName types.String `tfsdk:"ingress_class_name"`
+}
+
+func kubernetesProviderAttribute() providerschema.Attribute {
+	desc := func(what, env string) string { return what + " Falls back to `" + env + "`." }
+	return providerschema.SingleNestedAttribute{
+		Optional:            true,
+		MarkdownDescription: "Settings of the `kubernetes` runtime. Unset values take the runtime's defaults.",
+		Attributes: map[string]providerschema.Attribute{
+			"gateway_image": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
+				"Image of the environment's egress gateway (default `"+kubernetes.DefaultGatewayImage+"`, built from this provider by `Dockerfile.gateway`: "+
+					"the image runs `terraform-provider-antifailure gateway`). Mirror it into your registry for clusters without access to the default.", envK8sGatewayImage)},
+			"probe_image": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
+				"Image of the containment probe pod (default `"+kubernetes.DefaultProbeImage+"`, a stock busybox: the probe is a shell script).", envK8sProbeImage)},
+			"ingress_class_name": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
+				"`ingressClassName` of the web services' Ingresses (default: the cluster's default class).", envK8sIngressClass)},
+		},
+	}
+}
+
+// kubernetesOptions resolves the block against its environment fallbacks.
+func (m *kubernetesProviderModel) options(getenv func(string) string) kubernetes.Options {
+	var cfg kubernetesProviderModel
+	if m != nil {
+		cfg = *m
+	}
+	return kubernetes.Options{
+		GatewayImage:     stringOr(cfg.GatewayImage, getenv(envK8sGatewayImage)),
+		ProbeImage:       stringOr(cfg.ProbeImage, getenv(envK8sProbeImage)),
+		IngressClassName: stringOr(cfg.IngressClassName, getenv(envK8sIngressClass)),
+	}
+}
