@@ -29,8 +29,9 @@ func main() {
 		// The egress gateway image runs this binary: one build, one catalogue
 		// reader, the same gateway the local runtime runs in-process.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		if err := egress.Command(ctx, os.Args[2:]); err != nil {
+		err := egress.Command(ctx, os.Args[2:])
+		stop()
+		if err != nil {
 			log.Fatal(err)
 		}
 		return

@@ -51,7 +51,7 @@ func TestCommandServesTheWrittenConfig(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 201 || string(body) != `{"ok":true}` {
+	if resp.StatusCode != http.StatusCreated || string(body) != `{"ok":true}` {
 		t.Fatalf("mock answered %d %q", resp.StatusCode, body)
 	}
 }
