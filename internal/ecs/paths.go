@@ -591,15 +591,21 @@ func (v *view) policyProblems(e VpcEndpoint) []string {
 	return problems
 }
 
-func evalInterfaceEndpoints(v *view) result {
-	var problems, names []string
+// endpointsOfType names the plan's VPC endpoints of one type and what their
+// policies allow beyond this environment's own resources.
+func (v *view) endpointsOfType(t types.VpcEndpointType) (names, problems []string) {
 	for _, e := range v.p.EC2.VpcEndpoints {
-		if endpointType(e) != types.VpcEndpointTypeInterface {
+		if endpointType(e) != t {
 			continue
 		}
 		names = append(names, aws.ToString(e.CreateVpcEndpoint.ServiceName))
 		problems = append(problems, v.policyProblems(e)...)
 	}
+	return names, problems
+}
+
+func evalInterfaceEndpoints(v *view) result {
+	names, problems := v.endpointsOfType(types.VpcEndpointTypeInterface)
 	if len(problems) > 0 {
 		return openComputed(problems)
 	}
@@ -609,14 +615,7 @@ func evalInterfaceEndpoints(v *view) result {
 }
 
 func evalS3Gateway(v *view) result {
-	var problems, names []string
-	for _, e := range v.p.EC2.VpcEndpoints {
-		if endpointType(e) != types.VpcEndpointTypeGateway {
-			continue
-		}
-		names = append(names, aws.ToString(e.CreateVpcEndpoint.ServiceName))
-		problems = append(problems, v.policyProblems(e)...)
-	}
+	names, problems := v.endpointsOfType(types.VpcEndpointTypeGateway)
 	if len(problems) > 0 {
 		return openComputed(problems)
 	}
