@@ -40,6 +40,8 @@ func TestAccPreviewEnvironment_manifestRefusalsAtPlan(t *testing.T) {
 			regexp.MustCompile(`AF-LIC-011 .*nomad`)},
 		{"bad manifest", community, "name: shop\nruntime: {provider: local}\nservices: {web: {command: [x], web: true}}\n", "",
 			regexp.MustCompile(`AF-MAN-007 Service "web" is web but has no port at line 3:`)},
+		{"image override for a service the manifest does not have", community, singleTargetNoRegion, `  images = { api = "shop:pr-7" }`,
+			regexp.MustCompile(`AF-CFG-001 images names "api", which is not a service in the\s+manifest`)},
 		{"refused region", `provider "antifailure" {
   license = "` + testLicense(license.FeatureMultiRuntime) + `"
   policy  = { allowed_regions = ["us-east-1"] }

@@ -46,6 +46,7 @@ func testProviders(env map[string]string) map[string]func() (tfprotov6.ProviderS
 		verifier: testVerifier(),
 		now:      func() time.Time { return testNow },
 		getenv:   func(k string) string { return env[k] },
+		runtimes: releaseRuntimes,
 	}
 	return map[string]func() (tfprotov6.ProviderServer, error){
 		"antifailure": providerserver.NewProtocol6WithError(newWith("test", d)()),
