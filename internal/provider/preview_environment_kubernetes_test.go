@@ -13,7 +13,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
@@ -301,6 +305,29 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 			{
 				Config: config,
 				Check:  resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.web.replicas", "1"),
+			},
+			{
+				// An image override (a pull request's build) is an update in
+				// place: same namespace, the Deployment runs the new image.
+				Config: strings.Replace(config, "  manifest = <<-EOT", "  images   = { web = \"ghcr.io/acme/shop:pr-7\" }\n  manifest = <<-EOT", 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction("antifailure_preview_environment.this", plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue("antifailure_preview_environment.this", tfjsonpath.New("services").AtMapKey("web").AtMapKey("image"), knownvalue.StringExact("ghcr.io/acme/shop:pr-7")),
+				}},
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("antifailure_preview_environment.this", tfjsonpath.New("services").AtMapKey("web").AtMapKey("image"), knownvalue.StringExact("ghcr.io/acme/shop:pr-7")),
+					statecheck.ExpectKnownValue("antifailure_preview_environment.this", tfjsonpath.New("services").AtMapKey("worker").AtMapKey("image"), knownvalue.StringExact("ghcr.io/acme/shop:1.4.2")),
+				},
+				Check: func(*terraform.State) error {
+					d, err := eu.AppsV1().Deployments(ns).Get(context.Background(), "web", metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if img := d.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/acme/shop:pr-7" {
+						return fmt.Errorf("web Deployment runs %s, want the override", img)
+					}
+					return nil
+				},
 			},
 			{
 				ResourceName:      "antifailure_preview_environment.this",

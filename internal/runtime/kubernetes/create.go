@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -92,6 +93,10 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 		// No cluster resolver to try (or none this user may see); the probe
 		// still resolves a public name through its own resolver.
 	default:
+		return runtime.State{}, err
+	}
+	cr.step = "listing the other environments' egress gateways (the probe's tenant targets)"
+	if t.tenants, err = cr.tenantTargets(ctx); err != nil {
 		return runtime.State{}, err
 	}
 
@@ -180,6 +185,36 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 		all = append(all, *d)
 	}
 	return cr.r.assemble(runtime.Ref{ID: cr.kctx + "/" + ns}, nsObj, all, svcs, ings), nil
+}
+
+// tenantTargets finds other environments on the cluster for the probe's
+// tenant attempts: one LIST of Services across namespaces, by the runtime's
+// labels and the gateway's name, made before anything is created.
+//
+// A user that may not list Services across namespaces (RBAC Forbidden) does
+// not stop the environment: the tenant attempts are skipped and a warning is
+// logged. They are not failed, because the rest of the probe still proves
+// what the services' policies let out; and they are not reported as blocked,
+// because an attempt that was never made proves nothing and the probe never
+// fabricates a block. Any other error stops the create like every other
+// request.
+func (cr *creation) tenantTargets(ctx context.Context) ([]string, error) {
+	l, err := cr.c.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector: LabelManagedBy + "=" + ManagedBy + "," + LabelRole + "=" + RoleGateway,
+		FieldSelector: nameSelector(GatewayName),
+		Limit:         tenantListLimit,
+	})
+	switch {
+	case err == nil:
+		return pickTenants(l.Items, cr.b.namespace), nil
+	case apierrors.IsForbidden(err):
+		tflog.Warn(ctx, "containment probe: no tenant attempts, the kubeconfig user may not list Services across namespaces", map[string]any{
+			"kubeconfig_context": cr.kctx, "namespace": cr.b.namespace, "error": err.Error(),
+		})
+		return nil, nil
+	default:
+		return nil, err
+	}
 }
 
 func (cr *creation) createNamespace(ctx context.Context) error {

@@ -13,10 +13,13 @@
 //     services accept ingress from the ingress controller's namespace;
 //  3. the egress gateway (catalogue ConfigMap, Service, Deployment), rolled out;
 //  4. the containment probe: a Pod with the service labels, so it runs under
-//     exactly the services' rules, making literal-IP escape attempts and a
-//     positive control over a short window. Contained: the probe is deleted
-//     and creation goes on. Anything else: AF-RUN-043/044/045, everything is
-//     removed, nothing of the application was started;
+//     exactly the services' rules, making literal-IP escape attempts (public
+//     addresses and resolvers, metadata, the API server, the node, and other
+//     tenants: up to three other environments' gateways, found with one LIST
+//     across namespaces before anything is created) and a positive control
+//     over a short window. Contained: the probe is deleted and creation goes
+//     on. Anything else: AF-RUN-043/044/045, everything is removed, nothing
+//     of the application was started;
 //  5. per service a Deployment, per web service a Service and an Ingress;
 //     then the rollout is awaited.
 //

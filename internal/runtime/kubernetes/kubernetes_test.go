@@ -4,16 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
@@ -154,6 +159,10 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 	if c := st.Containment; c.Verdict != probe.Contained || len(c.Attempts) < 10 || c.Duration <= 0 {
 		t.Errorf("containment %s, %d attempts, %s", c.Verdict, len(c.Attempts), c.Duration)
 	}
+	// Alone on the cluster: no other environment, so no tenant attempt.
+	if got := tenantAttempts(st.Containment.Attempts); len(got) != 0 {
+		t.Errorf("tenant attempts with no other environment on the cluster: %v", got)
+	}
 
 	// Order on the wire: policies and gateway, then the probe, then the
 	// application; the probe deleted before any application Deployment.
@@ -178,7 +187,7 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 		t.Errorf("order: policies ≤%d, gateway %d, probe %d, probe deleted %d, first application Deployment %d", lastPolicy, gateway, probeAt, probeDel, firstApp)
 	}
 	if len(createReqs) > 25 {
-		t.Errorf("create took %d requests; expected about 21 for two services", len(createReqs))
+		t.Errorf("create took %d requests; expected about 22 for two services", len(createReqs))
 	}
 
 	// What is on the placed cluster.
@@ -334,6 +343,274 @@ func TestCreate_KubeletStandIn_ProbeVerdicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreate_KubeletStandIn_Tenants: with another environment on the
+// cluster, the probe also aims at that environment's egress gateway by its
+// ClusterIP (category tenant), found with one LIST before anything is
+// created; a tenant attempt that gets out refuses the create with AF-RUN-043,
+// removes everything of it and leaves the other environment as it was; a
+// user RBAC does not let list Services across namespaces gets no tenant
+// attempt, and no failure either.
+func TestCreate_KubeletStandIn_Tenants(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	eu := te.Client(t, testenv.EU)
+	r := newRuntime(t, nil, kube.Options{})
+	other, err := r.Create(ctx, environment(t, shopManifest(2), "tenant-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := r.Delete(context.Background(), other.Ref); err != nil {
+			t.Error(err)
+		}
+	}()
+	// Alone on the cluster, the first environment made no tenant attempt.
+	if got := tenantAttempts(other.Containment.Attempts); len(got) != 0 {
+		t.Errorf("tenant attempts with no other environment: %v", got)
+	}
+	gw, err := eu.CoreV1().Services(other.Namespace).Get(ctx, kube.GatewayName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := net.JoinHostPort(gw.Spec.ClusterIP, strconv.Itoa(kube.ProxyPort))
+	const list = "GET /api/v1/services" // across namespaces
+
+	t.Run("planned", func(t *testing.T) {
+		var cnt counter
+		r := newRuntime(t, cnt.wrap, kube.Options{})
+		st, err := r.Create(ctx, environment(t, shopManifest(2), "tenant-b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs := cnt.reset()
+		defer func() {
+			if err := r.Delete(context.Background(), st.Ref); err != nil {
+				t.Error(err)
+			}
+		}()
+		t.Logf("create with another environment present: %d requests", len(reqs))
+		got := tenantAttempts(st.Containment.Attempts)
+		if len(got) != 1 || got[0].Method != "tcp" || got[0].Target != target || got[0].Outcome != probe.Blocked {
+			t.Errorf("tenant attempts %v, want one tcp attempt at %s (the other environment's gateway), blocked", got, target)
+		}
+		if n := len(st.Containment.Attempts); n != 18 {
+			t.Errorf("%d attempts, want 18 (17 and one tenant)", n)
+		}
+		listAt := indexOf(reqs, func(q string) bool { return q == list })
+		nsAt := indexOf(reqs, func(q string) bool { return q == "POST /api/v1/namespaces" })
+		if count(reqs, list) != 1 || listAt < 0 || listAt > nsAt {
+			t.Errorf("want one LIST of Services across namespaces, before the namespace is created: %v", reqs)
+		}
+	})
+
+	t.Run("escaped", func(t *testing.T) {
+		var cnt counter
+		r := newRuntime(t, cnt.wrap, kube.Options{})
+		const name = "tenant-c"
+		ns := "af-shop-" + name
+		var (
+			err   error
+			pod   *corev1.Pod
+			ferr  error
+			fdone = make(chan struct{})
+		)
+		// The shared stand-ins leave probe pods pending; this one reports
+		// the tenant attempt as out and everything else as contained.
+		withProbe(standin.Pending, func() {
+			fctx, fcancel := context.WithCancel(ctx)
+			go func() {
+				defer close(fdone)
+				pod, ferr = finishProbe(fctx, eu, ns, func(a *probe.Attempt) {
+					if a.Category == probe.Tenant {
+						a.Outcome, a.Detail, a.Elapsed = probe.Escape, "r1 connected (kubelet stand-in)", 40*time.Millisecond
+					}
+				})
+			}()
+			var st runtime.State
+			st, err = r.Create(ctx, environment(t, shopManifest(2), name))
+			fcancel()
+			<-fdone
+			if err == nil { // wrong, but leave nothing to later tests
+				_ = r.Delete(context.Background(), st.Ref)
+			}
+		})
+		if ferr != nil {
+			t.Fatalf("finishing the probe: %v", ferr)
+		}
+		if code(err) != probe.Escaped {
+			t.Fatalf("Create = %v, want %s", err, probe.Escaped)
+		}
+		msg := err.Error()
+		t.Logf("the refusal:\n%s", msg)
+		for _, want := range []string{"1 of 16 attempts escaped", "No application process or image was started.", "Nothing was created."} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("refusal lacks %q", want)
+			}
+		}
+		if !regexp.MustCompile(`tenant\s+tcp\s+` + regexp.QuoteMeta(target) + `\s+escaped`).MatchString(msg) {
+			t.Errorf("refusal does not list the tenant attempt at %s as escaped", target)
+		}
+		// What the pod was to run: the same attempt, in its script.
+		script := strings.Join(pod.Spec.Containers[0].Command, " ")
+		line := fmt.Sprintf(`try_tcp a\d\d tenant tcp '%s' '%s' '%d' &`, regexp.QuoteMeta(target), regexp.QuoteMeta(gw.Spec.ClusterIP), kube.ProxyPort)
+		if !regexp.MustCompile(line).MatchString(script) {
+			t.Errorf("the probe script has no line like %s", line)
+		}
+		reqs := cnt.reset()
+		if n := count(reqs, "POST /apis/apps/v1/namespaces/"+ns+"/deployments"); n != 1 {
+			t.Errorf("%d Deployments were created; only the gateway may be", n)
+		}
+		if left := leftovers(t, eu, ns); len(left) != 0 {
+			t.Errorf("left: %v", left)
+		}
+		// The other environment is as it was.
+		got, err := r.Read(ctx, other.Ref)
+		if err != nil || got.Containment.Verdict != probe.Contained || len(got.Services) != 2 || !got.Services["web"].Running {
+			t.Errorf("the other environment after the refused create: %v %+v", err, got)
+		}
+	})
+
+	t.Run("forbidden", func(t *testing.T) {
+		viewer := bindViewer(t, eu)
+		if _, err := viewer.CoreV1().Services("").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Fatalf("the viewer lists Services across namespaces: %v; the test needs that forbidden", err)
+		}
+		var cnt counter
+		r := newRuntime(t, cnt.wrap, kube.Options{})
+		env := environment(t, strings.Replace(shopManifest(2), "kubeconfig_context: eu-prod", "kubeconfig_context: eu-prod-viewer", 1), "tenant-d")
+		st, err := r.Create(ctx, env)
+		if err != nil {
+			t.Fatalf("Create as a user that may not list Services across namespaces: %v", err)
+		}
+		reqs := cnt.reset()
+		defer func() {
+			if err := r.Delete(context.Background(), st.Ref); err != nil {
+				t.Error(err)
+			}
+			if left := leftovers(t, eu, st.Namespace); len(left) != 0 {
+				t.Errorf("left: %v", left)
+			}
+		}()
+		if count(reqs, list) != 1 {
+			t.Errorf("want one (forbidden) LIST of Services across namespaces: %v", reqs)
+		}
+		c := st.Containment
+		if got := tenantAttempts(c.Attempts); c.Verdict != probe.Contained || len(got) != 0 || len(c.Attempts) != 17 {
+			t.Errorf("containment %s with %d attempts, tenant %v: want contained, 17 attempts, none of them tenant (not made, never reported as blocked)", c.Verdict, len(c.Attempts), got)
+		}
+	})
+}
+
+func tenantAttempts(as []probe.Attempt) []probe.Attempt {
+	var out []probe.Attempt
+	for _, a := range as {
+		if a.Category == probe.Tenant {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// finishProbe plays the kubelet stand-in for the probe pod in ns (while the
+// shared stand-ins leave probes pending): it reports the planned attempts as
+// contained, changed by change, in the termination message as the probe
+// does. It returns the pod as created.
+func finishProbe(ctx context.Context, c k8s.Interface, ns string, change func(*probe.Attempt)) (*corev1.Pod, error) {
+	for {
+		p, err := c.CoreV1().Pods(ns).Get(ctx, kube.ProbePodName, metav1.GetOptions{})
+		switch {
+		case err == nil && (p.Status.Phase == "" || p.Status.Phase == corev1.PodPending):
+			plan, err := kube.ProbePlan(p)
+			if err != nil {
+				return p, err
+			}
+			var lines []string
+			for _, a := range standin.Attempts(plan, standin.Contained, standin.HostIP) {
+				change(&a)
+				lines = append(lines, probe.Line(a))
+			}
+			created := p.DeepCopy()
+			now := metav1.Now()
+			p.Status.Phase = corev1.PodSucceeded
+			p.Status.HostIP, p.Status.HostIPs = standin.HostIP, []corev1.HostIP{{IP: standin.HostIP}}
+			p.Status.StartTime = &now
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+				Name: "probe", Image: p.Spec.Containers[0].Image, ImageID: "standin://" + p.Spec.Containers[0].Image, ContainerID: "standin://" + string(p.UID),
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Reason: "Completed", Message: strings.Join(lines, "\n"), StartedAt: now, FinishedAt: now,
+				}},
+			}}
+			_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			if err == nil {
+				return created, nil
+			}
+			if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+				return created, err
+			}
+		case err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil:
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no probe pod in %s to finish: %w", ns, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// bindViewer gives the eu-prod-viewer user what a create and a delete need
+// (cluster-wide, as a ClusterRoleBinding) except listing Services, so that
+// the LIST across namespaces is forbidden; it is removed when the test ends,
+// and the viewer is back to no rights before the next test.
+func bindViewer(t *testing.T, admin k8s.Interface) k8s.Interface {
+	t.Helper()
+	ctx := context.Background()
+	const name = "af-test-runtime-without-service-list"
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "delete", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"get", "create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"pods/log"}, Verbs: []string{"get"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "create"}},
+		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies", "ingresses"}, Verbs: []string{"create"}},
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "viewer"}},
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := te.Client(t, "eu-prod-viewer")
+	allowed := func() bool {
+		_, err := viewer.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		return err == nil
+	}
+	t.Cleanup(func() {
+		_ = admin.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = admin.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{})
+		for i := 0; allowed(); i++ {
+			if i == 100 {
+				t.Error("the viewer still has rights 10s after its binding was removed")
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	for i := 0; !allowed(); i++ {
+		if i == 100 {
+			t.Fatal("the viewer's binding did not take effect within 10s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return viewer
 }
 
 // TestCreate_KubeletStandIn_FailureAtEveryRequest injects a failure at each

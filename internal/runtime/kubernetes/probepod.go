@@ -3,6 +3,9 @@ package kubernetes
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +28,49 @@ type probeTargets struct {
 	apiServerIP string // the kubernetes Service in default
 	clusterDNS  string // the cluster resolver's Service, "" when there is none
 	publicName  string // a public name the catalogue does not cover
+	// tenants are other environments' gateway ClusterIPs (at most
+	// maxTenantTargets, see pickTenants); none when there is no other
+	// environment or the cluster does not let this user list them.
+	tenants []string
+}
+
+// maxTenantTargets bounds the tenant attempts: a few neighbours show whether
+// the services' policies let anything into another environment; more would
+// only lengthen every round and the termination message.
+const maxTenantTargets = 3
+
+// tenantListLimit bounds the LIST that finds them (one request, one small
+// Service per environment), so that a cluster with many environments costs
+// no more than a page.
+const tenantListLimit = 50
+
+// pickTenants chooses the tenant targets from the gateway Services of other
+// environments: the runtime's own gateway Service (by name and labels) in a
+// namespace of the runtime's form other than own, with a literal ClusterIP;
+// at most maxTenantTargets of them, one per namespace, in namespace order so
+// that the plan does not change from one create to the next for no reason.
+func pickTenants(svcs []corev1.Service, own string) []string {
+	svcs = slices.Clone(svcs)
+	slices.SortFunc(svcs, func(a, b corev1.Service) int { return strings.Compare(a.Namespace, b.Namespace) })
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range svcs {
+		if len(out) == maxTenantTargets {
+			break
+		}
+		// Every environment's namespace is af-<app>-<env> (NamespaceFor).
+		if s.Namespace == own || seen[s.Namespace] || !strings.HasPrefix(s.Namespace, "af-") ||
+			s.Name != GatewayName || s.Labels[LabelManagedBy] != ManagedBy || s.Labels[LabelRole] != RoleGateway {
+			continue
+		}
+		ip, err := netip.ParseAddr(s.Spec.ClusterIP) // "None" and "" do not parse
+		if err != nil || ip.IsUnspecified() {
+			continue
+		}
+		seen[s.Namespace] = true
+		out = append(out, ip.String())
+	}
+	return out
 }
 
 // plannedAttempt is one attempt of the probe script: what it reports
@@ -63,6 +109,14 @@ func (o Options) probePlan(t probeTargets) []plannedAttempt {
 	// the catalogue must not resolve.
 	add(probe.PublicName, "dns-lookup", t.publicName, "try_lookup", t.publicName, "")
 	add(probe.Host, "tcp", HostIPTarget+":10250", "try_tcp", `$HOST_IP`, "10250")
+	// Other tenants: another environment's gateway, by ClusterIP, on its
+	// proxy port, which answers any pod its own policies let in. With no
+	// other environment on the cluster there is nothing to aim at and no
+	// tenant attempt is made: the result then simply has no tenant line,
+	// never a "blocked" one for an attempt that did not happen.
+	for _, ip := range t.tenants {
+		add(probe.Tenant, "tcp", hostPort(ip, ProxyPort), "try_tcp", ip, strconv.Itoa(ProxyPort))
+	}
 	// Positive controls: the gateway answers its own name over the proxy and
 	// over DNS. Without them a probe with no network at all would pass.
 	add(probe.Control, "http", hostPort(t.gatewayIP, ProxyPort), "ctl_http", hostPort(t.gatewayIP, ProxyPort))

@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
@@ -58,7 +62,8 @@ func startGateway(t *testing.T) (httpAddr, dnsAddr string) {
 // local stand-ins for everything it tries: an open port (must read
 // "escaped"), a closed one ("blocked"), a real egress gateway (the controls
 // "reached"; its DNS answering counts as a resolver reached) and a silent UDP
-// port (a resolver that does not answer is "blocked").
+// port (a resolver that does not answer is "blocked"). The tenant attempt
+// aims at the open port too: another environment that answers is out.
 func TestProbeScript_Busybox(t *testing.T) {
 	path := busyboxPath(t, probeApplets...)
 	gwHTTP, gwDNS := startGateway(t)
@@ -95,6 +100,7 @@ func TestProbeScript_Busybox(t *testing.T) {
 		{Attempt: probe.Attempt{Category: probe.Resolver, Method: "udp-dns", Target: silent.LocalAddr().String()}, fn: "try_dns", args: []string{silent.LocalAddr().String()}},
 		{Attempt: probe.Attempt{Category: probe.PublicName, Method: "dns-lookup", Target: "example.com"}, fn: "try_lookup", args: []string{"example.com", gwDNS}},
 		{Attempt: probe.Attempt{Category: probe.Host, Method: "tcp", Target: HostIPTarget + ":" + openPort}, fn: "try_tcp", args: []string{"$HOST_IP", openPort}},
+		{Attempt: probe.Attempt{Category: probe.Tenant, Method: "tcp", Target: open.Addr().String()}, fn: "try_tcp", args: []string{"127.0.0.1", openPort}},
 		{Attempt: probe.Attempt{Category: probe.Control, Method: "http", Target: gwHTTP}, fn: "ctl_http", args: []string{gwHTTP}},
 		{Attempt: probe.Attempt{Category: probe.Control, Method: "dns-lookup", Target: egress.ControlHost}, fn: "ctl_dns", args: []string{gwDNS}},
 	}
@@ -128,7 +134,7 @@ func TestProbeScript_Busybox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []probe.Outcome{probe.Escape, probe.Blocked, probe.Escape, probe.Blocked, probe.Blocked, probe.Escape, probe.Reached, probe.Reached}
+	want := []probe.Outcome{probe.Escape, probe.Blocked, probe.Escape, probe.Blocked, probe.Blocked, probe.Escape, probe.Escape, probe.Reached, probe.Reached}
 	if len(summary) != len(want) {
 		t.Fatalf("summary has %d attempts, want %d:\n%s", len(summary), len(want), raw)
 	}
@@ -178,7 +184,9 @@ func TestProbeScript_MissingTool(t *testing.T) {
 // script valid for a POSIX sh, and a termination message that fits.
 func TestProbeScript_Shape(t *testing.T) {
 	o := Options{}.withDefaults()
-	tg := probeTargets{gatewayIP: "10.0.0.77", apiServerIP: "10.0.0.1", clusterDNS: "10.0.0.10", publicName: "example.com"}
+	// The worst case: every optional target, the longest tenant addresses.
+	tg := probeTargets{gatewayIP: "10.0.0.77", apiServerIP: "10.0.0.1", clusterDNS: "10.0.0.10", publicName: "example.com",
+		tenants: []string{"10.0.0.21", "fd00:10:96:ffff:ffff:ffff:ffff:ffff", "10.0.0.23"}}
 	plan := o.probePlan(tg)
 	seen := map[probe.Category]bool{}
 	for i, a := range plan {
@@ -194,7 +202,7 @@ func TestProbeScript_Shape(t *testing.T) {
 			t.Errorf("attempt %d %s: target is not a literal IP:port", i, a.Attempt)
 		}
 	}
-	for _, c := range []probe.Category{probe.Public, probe.Resolver, probe.PublicName, probe.Metadata, probe.ControlPlane, probe.Host, probe.Control} {
+	for _, c := range []probe.Category{probe.Public, probe.Resolver, probe.PublicName, probe.Metadata, probe.ControlPlane, probe.Host, probe.Tenant, probe.Control} {
 		if !seen[c] {
 			t.Errorf("no attempt of category %s", c)
 		}
@@ -202,7 +210,8 @@ func TestProbeScript_Shape(t *testing.T) {
 	if plan[len(plan)-1].Category != probe.Control {
 		t.Error("the controls should come last")
 	}
-	for _, want := range []string{"1.1.1.1:443", "8.8.8.8:80", "8.8.8.8:53", "169.254.169.254:80", "10.0.0.1:443", "10.0.0.10:53", HostIPTarget + ":10250", "10.0.0.77:3128"} {
+	for _, want := range []string{"1.1.1.1:443", "8.8.8.8:80", "8.8.8.8:53", "169.254.169.254:80", "10.0.0.1:443", "10.0.0.10:53", HostIPTarget + ":10250", "10.0.0.77:3128",
+		"10.0.0.21:3128", "[fd00:10:96:ffff:ffff:ffff:ffff:ffff]:3128", "10.0.0.23:3128"} {
 		found := false
 		for _, a := range plan {
 			found = found || a.Target == want
@@ -226,6 +235,62 @@ func TestProbeScript_Shape(t *testing.T) {
 	}
 	if n := len(strings.Join(msg, "\n")); n > 4000 {
 		t.Errorf("termination message could be %d bytes", n)
+	} else {
+		t.Logf("worst-case termination message: %d bytes for %d attempts", n, len(plan))
+	}
+	if !strings.Contains(script, "  try_tcp a15 tenant tcp '10.0.0.21:3128' '10.0.0.21' '3128' &\n") {
+		t.Errorf("the script lacks the first tenant attempt:\n%s", script)
+	}
+
+	// No other environment: no tenant attempt at all (not one reported as
+	// blocked), everything else unchanged.
+	tg.tenants = nil
+	alone := o.probePlan(tg)
+	if len(alone) != len(plan)-3 {
+		t.Errorf("without tenants the plan has %d attempts, want %d", len(alone), len(plan)-3)
+	}
+	for _, a := range alone {
+		if a.Category == probe.Tenant {
+			t.Errorf("a tenant attempt without another environment: %s", a.Attempt)
+		}
+	}
+}
+
+func TestPickTenants(t *testing.T) {
+	gw := func(ns, ip string) corev1.Service {
+		return corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: GatewayName, Namespace: ns, Labels: map[string]string{LabelManagedBy: ManagedBy, LabelRole: RoleGateway}},
+			Spec:       corev1.ServiceSpec{ClusterIP: ip},
+		}
+	}
+	other := gw("af-shop-x", "10.0.0.9")
+	other.Name = "web"
+	unlabelled := gw("af-shop-y", "10.0.0.8")
+	unlabelled.Labels = nil
+	svcs := []corev1.Service{
+		gw("af-shop-pr-3", "10.0.0.33"),
+		gw("af-shop-me", "10.0.0.1"), // the environment being created (a predecessor still terminating)
+		gw("af-shop-pr-1", "10.0.0.31"),
+		gw("af-shop-pr-1", "10.0.0.99"), // one per namespace
+		gw("af-shop-headless", "None"),
+		gw("af-shop-none", ""),
+		gw("kube-system", "10.0.0.7"), // not an environment's namespace
+		other, unlabelled,
+		gw("af-shop-pr-2", "fd00::32"),
+		gw("af-shop-pr-4", "10.0.0.34"),
+	}
+	got := pickTenants(svcs, "af-shop-me")
+	if want := []string{"10.0.0.31", "fd00::32", "10.0.0.33"}; !slices.Equal(got, want) {
+		t.Errorf("pickTenants = %v, want %v", got, want)
+	}
+	if got := pickTenants(svcs[1:2], "af-shop-me"); len(got) != 0 {
+		t.Errorf("only the environment itself: %v, want none", got)
+	}
+	if got := pickTenants(nil, "af-shop-me"); len(got) != 0 {
+		t.Errorf("no Services: %v, want none", got)
+	}
+	if svcs[0].Namespace != "af-shop-pr-3" {
+		t.Error("pickTenants reordered its argument")
 	}
 }
 
