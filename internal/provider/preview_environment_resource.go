@@ -334,12 +334,7 @@ func (r *previewEnvironmentResource) Read(ctx context.Context, req resource.Read
 	}
 	timeout, d := state.Timeouts.Read(ctx, defaultReadTimeout)
 	resp.Diagnostics.Append(d...)
-	kind := state.Runtime.ValueString()
-	if kind == "" {
-		kind = runtimeOfImportID(state.ID.ValueString())
-		state.Runtime = types.StringValue(kind)
-	}
-	rt, err := pd.runtime(kind)
+	rt, err := pd.runtimeOf(&state)
 	if err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("id"))
 		return
@@ -399,7 +394,7 @@ func (r *previewEnvironmentResource) Delete(ctx context.Context, req resource.De
 	}
 	timeout, d := state.Timeouts.Delete(ctx, defaultDeleteTimeout)
 	resp.Diagnostics.Append(d...)
-	rt, err := pd.runtime(state.Runtime.ValueString())
+	rt, err := pd.runtimeOf(&state)
 	if err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("id"))
 		return
@@ -413,6 +408,15 @@ func (r *previewEnvironmentResource) Delete(ctx context.Context, req resource.De
 
 func (r *previewEnvironmentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
+}
+
+// runtimeOf is the runtime holding an environment in state. Right after an
+// import the state has no runtime yet, and the ID's shape tells.
+func (pd *providerData) runtimeOf(state *previewEnvironmentModel) (runtime.Runtime, error) {
+	if state.Runtime.ValueString() == "" {
+		state.Runtime = types.StringValue(runtimeOfImportID(state.ID.ValueString()))
+	}
+	return pd.runtime(state.Runtime.ValueString())
 }
 
 // runtimeOfImportID tells the runtime from the shape of an import ID:
