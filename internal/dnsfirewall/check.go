@@ -191,6 +191,7 @@ func localHostsLetThrough(ordered []Rule, catalogue []manifest.EgressRule) []Fin
 	return out
 }
 
+// firstMatch is Evaluate on rules already in evaluation order.
 func firstMatch(ordered []Rule, name string) (Rule, bool) {
 	for _, r := range ordered {
 		if r.Matches(name) {

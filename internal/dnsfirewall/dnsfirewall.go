@@ -124,12 +124,7 @@ func Ordered(rules []Rule) []Rule {
 // evaluation order, whose domain list matches. ok is false when no rule
 // matches, in which case Route 53 Resolver answers the query.
 func Evaluate(rules []Rule, name string) (decided Rule, ok bool) {
-	for _, r := range Ordered(rules) {
-		if r.Matches(name) {
-			return r, true
-		}
-	}
-	return Rule{}, false
+	return firstMatch(Ordered(rules), name)
 }
 
 // SDKGroup is a rule group in the shapes of the Route 53 Resolver API: the

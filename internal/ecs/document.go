@@ -43,18 +43,16 @@ func wire(service *smithy.ServiceSchema, op, in, out *smithy.Schema, v smithy.Se
 	return b, nil
 }
 
+// wireMember is one input of an object: its member name and how to
+// serialize it. Callers add only the inputs that are set.
 type wireMember struct {
 	name string
-	v    smithy.Serializable
 	op   func() (json.RawMessage, error)
 }
 
 func wireObject(members ...wireMember) ([]byte, error) {
 	obj := map[string]json.RawMessage{}
 	for _, m := range members {
-		if m.v == nil {
-			continue
-		}
 		b, err := m.op()
 		if err != nil {
 			return nil, err
@@ -68,13 +66,13 @@ func wireObject(members ...wireMember) ([]byte, error) {
 func (e ECSInputs) MarshalJSON() ([]byte, error) {
 	var members []wireMember
 	if e.RegisterTaskDefinition != nil {
-		members = append(members, wireMember{"RegisterTaskDefinition", e.RegisterTaskDefinition, func() (json.RawMessage, error) {
+		members = append(members, wireMember{"RegisterTaskDefinition", func() (json.RawMessage, error) {
 			return wire(ecsschemas.AmazonEC2ContainerServiceV20141113, ecsschemas.RegisterTaskDefinition,
 				ecsschemas.RegisterTaskDefinitionRequest, ecsschemas.RegisterTaskDefinitionResponse, e.RegisterTaskDefinition)
 		}})
 	}
 	if e.CreateService != nil {
-		members = append(members, wireMember{"CreateService", e.CreateService, func() (json.RawMessage, error) {
+		members = append(members, wireMember{"CreateService", func() (json.RawMessage, error) {
 			return wire(ecsschemas.AmazonEC2ContainerServiceV20141113, ecsschemas.CreateService,
 				ecsschemas.CreateServiceRequest, ecsschemas.CreateServiceResponse, e.CreateService)
 		}})
@@ -86,7 +84,7 @@ func (e ECSInputs) MarshalJSON() ([]byte, error) {
 func (e ECRInputs) MarshalJSON() ([]byte, error) {
 	var members []wireMember
 	if e.CreateRepository != nil {
-		members = append(members, wireMember{"CreateRepository", e.CreateRepository, func() (json.RawMessage, error) {
+		members = append(members, wireMember{"CreateRepository", func() (json.RawMessage, error) {
 			return wire(ecrschemas.AmazonEC2ContainerRegistry_V20150921, ecrschemas.CreateRepository,
 				ecrschemas.CreateRepositoryRequest, ecrschemas.CreateRepositoryResponse, e.CreateRepository)
 		}})
@@ -98,12 +96,12 @@ func (e ECRInputs) MarshalJSON() ([]byte, error) {
 func (l LogsInputs) MarshalJSON() ([]byte, error) {
 	var members []wireMember
 	if l.CreateLogGroup != nil {
-		members = append(members, wireMember{"CreateLogGroup", l.CreateLogGroup, func() (json.RawMessage, error) {
+		members = append(members, wireMember{"CreateLogGroup", func() (json.RawMessage, error) {
 			return wire(cwlschemas.Logs_20140328, cwlschemas.CreateLogGroup, cwlschemas.CreateLogGroupRequest, nil, l.CreateLogGroup)
 		}})
 	}
 	if l.PutRetentionPolicy != nil {
-		members = append(members, wireMember{"PutRetentionPolicy", l.PutRetentionPolicy, func() (json.RawMessage, error) {
+		members = append(members, wireMember{"PutRetentionPolicy", func() (json.RawMessage, error) {
 			return wire(cwlschemas.Logs_20140328, cwlschemas.PutRetentionPolicy, cwlschemas.PutRetentionPolicyRequest, nil, l.PutRetentionPolicy)
 		}})
 	}

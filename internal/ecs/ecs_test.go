@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -656,7 +658,7 @@ func TestEndpointPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := sortedKeys(r.VPCEndpointPolicies); !reflect.DeepEqual(got, []string{"ecr.api", "ecr.dkr", "logs", "s3"}) {
+	if got := slices.Sorted(maps.Keys(r.VPCEndpointPolicies)); !reflect.DeepEqual(got, []string{"ecr.api", "ecr.dkr", "logs", "s3"}) {
 		t.Fatalf("services %v", got)
 	}
 	for svc, want := range map[string][]string{

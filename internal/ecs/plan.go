@@ -12,7 +12,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -262,21 +263,18 @@ func deriveNames(app string, net Network) names {
 // serviceName is the VPC endpoint service name for a short service name.
 func serviceName(region, short string) string { return "com.amazonaws." + region + "." + short }
 
-// PlatformNames are the names the task itself must resolve: its VPC
+// platformNames are the names the task itself must resolve: its VPC
 // endpoints' private DNS names and the S3 names its image layers and its own
-// bucket are fetched from. They come from the plan, not from a list kept beside
-// the catalogue.
-func PlatformNames(region, bucket string) []dnsfirewall.PlatformName {
-	suffix := "amazonaws.com"
-	if strings.HasPrefix(region, "cn-") {
-		suffix = "amazonaws.com.cn"
-	}
+// bucket are fetched from. They come from the plan's names, not from a list
+// kept beside the catalogue.
+func platformNames(region string, n names) []dnsfirewall.PlatformName {
+	suffix := "." + region + "." + n.dnsSuffix
 	return []dnsfirewall.PlatformName{
-		{Name: "platform-ecr-api", Domain: "api.ecr." + region + "." + suffix},
-		{Name: "platform-ecr-dkr", Domain: "*.dkr.ecr." + region + "." + suffix},
-		{Name: "platform-logs", Domain: "logs." + region + "." + suffix},
-		{Name: "platform-s3-ecr-layers", Domain: "prod-" + region + "-starport-layer-bucket.s3." + region + "." + suffix},
-		{Name: "platform-s3-bucket", Domain: bucket + ".s3." + region + "." + suffix},
+		{Name: "platform-ecr-api", Domain: "api.ecr" + suffix},
+		{Name: "platform-ecr-dkr", Domain: "*.dkr.ecr" + suffix},
+		{Name: "platform-logs", Domain: "logs" + suffix},
+		{Name: "platform-s3-ecr-layers", Domain: n.layerBucket + ".s3" + suffix},
+		{Name: "platform-s3-bucket", Domain: n.bucket + ".s3" + suffix},
 	}
 }
 
@@ -286,7 +284,7 @@ func PlatformNames(region, bucket string) []dnsfirewall.PlatformName {
 // refused by name).
 func BuildPlan(m *manifest.Manifest, net Network) (*Plan, error) {
 	n := deriveNames(m.Name, net)
-	rules, err := dnsfirewall.Generate(m.Egress, PlatformNames(net.Region, n.bucket))
+	rules, err := dnsfirewall.Generate(m.Egress, platformNames(net.Region, n))
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +383,7 @@ func taskDefinition(m *manifest.Manifest, net Network, n names) *ecs.RegisterTas
 		if s.Port > 0 {
 			c.PortMappings = []ecstypes.PortMapping{{ContainerPort: aws.Int32(int32(s.Port)), Protocol: ecstypes.TransportProtocolTcp}}
 		}
-		for _, k := range manifest.SortedKeys(s.Env) {
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 			c.Environment = append(c.Environment, ecstypes.KeyValuePair{Name: aws.String(k), Value: aws.String(s.Env[k])})
 		}
 		if net.ProbeImage != "" {
@@ -675,13 +673,4 @@ func (p *Plan) catalogue() []manifest.EgressRule {
 		out = append(out, manifest.EgressRule{Host: e.Host, Mode: e.Mode, Pos: manifest.Position{Line: e.Line, Column: 1}})
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

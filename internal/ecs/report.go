@@ -34,7 +34,6 @@ type Report struct {
 	// Recorded are all recorded attempts, reported apart from the computed
 	// closures.
 	Recorded []Attempt
-	Plan     *Plan
 	// PlanJSON is the normalized plan document the paths were judged on.
 	PlanJSON string
 	// DNSFirewallRules are the plan's rules in priority order, ready for
@@ -43,9 +42,7 @@ type Report struct {
 	// VPCEndpointPolicies maps a short service name (ecr.api, ecr.dkr, logs,
 	// s3) to its endpoint policy JSON.
 	VPCEndpointPolicies map[string]string
-	Network             Network
 	NetworkDescribed    bool
-	NetworkSentence     string
 }
 
 // NewReport builds the plan for the environment, judges the thirteen paths
@@ -77,13 +74,10 @@ func NewReport(m *manifest.Manifest, net Network, attempts []Attempt) (*Report, 
 		Answer:              Answer,
 		Paths:               verdicts,
 		Recorded:            attempts,
-		Plan:                plan,
 		PlanJSON:            string(doc),
 		DNSFirewallRules:    rules,
 		VPCEndpointPolicies: plan.EndpointPolicies(),
-		Network:             net,
 		NetworkDescribed:    net.Described,
-		NetworkSentence:     net.Sentence(),
 	}
 	for _, p := range verdicts {
 		switch p.Verdict {
@@ -122,7 +116,9 @@ func listOrNone(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-// Counts is "10 closed (10 computed, 0 recorded), 1 open (task-metadata), 2 unproven (instance-metadata, time-sync)".
+// Counts is the counts by verdict, with the ids of the open and unproven
+// paths: "10 closed (10 computed from the generated configuration, 0 recorded
+// inside a running task), 1 open (task-metadata), 2 unproven (…)".
 func (r *Report) Counts() string {
 	return fmt.Sprintf("%d closed (%d computed from the generated configuration, %d recorded inside a running task), %d open (%s), %d unproven (%s)",
 		r.Closed, r.ClosedComputed, r.ClosedRecorded, r.Open, listOrNone(r.IDs(Open)), r.Unproven, listOrNone(r.IDs(Unproven)))

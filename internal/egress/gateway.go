@@ -253,7 +253,8 @@ func kindOf(r *http.Request) string {
 func (g *Gateway) control(w http.ResponseWriter) {
 	w.Header().Set(HeaderGateway, "control")
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"gateway": "ok", "environment": g.Config().Environment, "entries": len(g.Config().Catalogue)})
+	cfg := g.Config()
+	_ = json.NewEncoder(w).Encode(map[string]any{"gateway": "ok", "environment": cfg.Environment, "entries": len(cfg.Catalogue)})
 }
 
 func (g *Gateway) mock(w http.ResponseWriter, r *http.Request, m Match) {

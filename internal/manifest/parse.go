@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -139,9 +138,9 @@ func (r *reader) isMapping(n *yaml.Node, where string) bool {
 	return true
 }
 
-// str reads a scalar string. Numbers and booleans are refused where a string is
-// expected only when YAML would silently change them (e.g. "on", 1.10); plain
-// scalars that are clearly strings pass.
+// str reads a scalar as the string written: YAML's number and boolean
+// resolution is ignored, so 1.10 stays "1.10" and on stays "on". Only
+// non-scalars and null are refused.
 func (r *reader) str(n *yaml.Node, where string) string {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		r.failAt(n, refusal.ManifestWrongType, "%s must be a string, found %s", where, kindName(n))
@@ -486,14 +485,4 @@ func checkHost(host string) error {
 		}
 	}
 	return nil
-}
-
-// SortedKeys returns a map's keys in order, for deterministic output.
-func SortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -135,7 +135,7 @@ func (r Result) Refusal(created string) *refusal.Refusal {
 	case Contained:
 		return nil
 	case NotContained:
-		code, summary = Escaped, fmt.Sprintf("The containment probe got out: %d of %d attempts escaped", r.count(false), len(r.Attempts)-r.controls())
+		code, summary = Escaped, fmt.Sprintf("The containment probe got out: %d of %d attempts escaped", r.escapes(), len(r.Attempts)-r.controls())
 	case ControlNotPassed:
 		code, summary = ControlFailed, "The containment probe could not reach the egress gateway, so its blocked attempts prove nothing"
 	default:
@@ -151,10 +151,12 @@ func (r Result) Refusal(created string) *refusal.Refusal {
 	return ref
 }
 
-func (r Result) count(blocked bool) int {
+// escapes counts the escape attempts that were not blocked (as Judge does,
+// an unknown outcome counts as out).
+func (r Result) escapes() int {
 	n := 0
 	for _, a := range r.Attempts {
-		if a.Category != Control && (a.Outcome == Blocked) == blocked {
+		if a.Category != Control && a.Outcome != Blocked {
 			n++
 		}
 	}

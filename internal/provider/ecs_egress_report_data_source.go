@@ -207,11 +207,7 @@ func (pd *providerData) ecsNetwork(explicit ecs.NetworkSettings) (ecs.Network, e
 	if pd.ecs.unknown != "" {
 		return ecs.Network{}, refusal.New(ecsProviderUnknown, "The provider's ecs.%s is not known until apply", pd.ecs.unknown).OnAttribute("vpc_id")
 	}
-	getenv := pd.getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
-	return ecs.ResolveNetwork(explicit.Or(pd.ecs.NetworkSettings), getenv)
+	return ecs.ResolveNetwork(explicit.Or(pd.ecs.NetworkSettings), pd.getenv)
 }
 
 // refuseECS is the refusal runtime.provider ecs answers with (enterprise

@@ -37,7 +37,7 @@ func kubernetesProviderAttribute() providerschema.Attribute {
 	}
 }
 
-// kubernetesOptions resolves the block against its environment fallbacks.
+// options resolves the block against its environment fallbacks.
 func (m *kubernetesProviderModel) options(getenv func(string) string) kubernetes.Options {
 	var cfg kubernetesProviderModel
 	if m != nil {

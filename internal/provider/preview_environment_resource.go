@@ -306,9 +306,10 @@ func (r *previewEnvironmentResource) Create(ctx context.Context, req resource.Cr
 		return
 	}
 	ref := p.rt.RefFor(p.env)
+	now := pd.now()
 	position, waiting := scheduler.Single(scheduler.Run{
-		ID: ref.ID, Organization: pd.organization(), Kind: scheduler.Kind("terraform-apply"), EnqueuedAt: pd.now(),
-	}, 0, 0, pd.now())
+		ID: ref.ID, Organization: pd.organization(), Kind: scheduler.Kind("terraform-apply"), EnqueuedAt: now,
+	}, 0, 0, now)
 	if waiting != nil {
 		addRefusals(&resp.Diagnostics, refusal.New(refusal.Internal, "The scheduler held the run: %s", waiting), path.Root("name"))
 		return

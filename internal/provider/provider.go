@@ -75,20 +75,12 @@ type policyModel struct {
 type providerData struct {
 	edition    license.Edition
 	policy     *residency.Policy
-	kubeconfig kubeconfigSource
+	kubeconfig kubernetes.Kubeconfig
 	now        func() time.Time
 	getenv     func(string) string
 	runtimes   *runtimeCache
 	ecs        ecsSettings
 	k8s        kubernetes.Options
-}
-
-// kubeconfigSource is where the Kubernetes runtime reads its kubeconfig from:
-// raw content wins over a path; neither means none was given (never a silent
-// fallback to in-cluster configuration).
-type kubeconfigSource struct {
-	Path    string
-	Content string
 }
 
 func (p *antifailureProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -215,27 +207,30 @@ func readPolicy(m *policyModel, env string) (*residency.Policy, error) {
 	return &residency.Policy{AllowedRegions: regions}, nil
 }
 
-func readKubeconfigSource(cfg providerModel, getenv func(string) string) (kubeconfigSource, error) {
+// readKubeconfigSource is where the Kubernetes runtime reads its kubeconfig
+// from: raw content wins over a path; both set is refused rather than one
+// chosen silently.
+func readKubeconfigSource(cfg providerModel, getenv func(string) string) (kubernetes.Kubeconfig, error) {
 	content := stringOr(cfg.Kubeconfig, getenv(envKubeconfig))
 	p := stringOr(cfg.KubeconfigPath, "")
 	if content != "" && p != "" {
-		return kubeconfigSource{}, refusal.New(refusal.ConfigInvalid, "Both kubeconfig and kubeconfig_path are set").
+		return kubernetes.Kubeconfig{}, refusal.New(refusal.ConfigInvalid, "Both kubeconfig and kubeconfig_path are set").
 			WithDetail("The provider would have to choose one silently.").
 			WithNext("Set one of kubeconfig (or " + envKubeconfig + ") and kubeconfig_path.")
 	}
 	if content != "" {
-		return kubeconfigSource{Content: content}, nil
+		return kubernetes.Kubeconfig{Content: content}, nil
 	}
 	if p == "" {
 		p = getenv(envKubeconfigPath)
 	}
 	if p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return kubeconfigSource{}, refusal.New(refusal.ConfigInvalid, "kubeconfig_path %s cannot be read: %v", p, err).
+			return kubernetes.Kubeconfig{}, refusal.New(refusal.ConfigInvalid, "kubeconfig_path %s cannot be read: %v", p, err).
 				WithNext("Point kubeconfig_path (or " + envKubeconfigPath + ") at an existing kubeconfig file, or pass its content as kubeconfig.")
 		}
 	}
-	return kubeconfigSource{Path: p}, nil
+	return kubernetes.Kubeconfig{Path: p}, nil
 }
 
 func (p *antifailureProvider) Resources(context.Context) []func() resource.Resource {

@@ -49,7 +49,7 @@ func releaseRuntimes(pd *providerData, kind string) (runtime.Runtime, error) {
 	case manifest.ProviderLocal:
 		return local.New(local.Options{}), nil
 	case manifest.ProviderKubernetes:
-		return kubernetes.New(kubernetes.Kubeconfig{Path: pd.kubeconfig.Path, Content: pd.kubeconfig.Content}, nil, pd.k8s)
+		return kubernetes.New(pd.kubeconfig, nil, pd.k8s)
 	}
 	return nil, refusal.New(runtimeUnavailable, "runtime.provider %s cannot start environments in this build", kind)
 }

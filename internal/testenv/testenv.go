@@ -179,19 +179,6 @@ func EnsureClusterDNS(ctx context.Context, c k8s.Interface) (string, error) {
 	return "", nil
 }
 
-// Main runs a test binary's tests against a testenv: joined or started
-// before, stopped after. A testenv that cannot start fails the binary.
-func Main(m *testing.M, env **Env) int {
-	e, err := Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	*env = e
-	defer e.Stop()
-	return m.Run()
-}
-
 func readEnvFile(path string) (map[string]string, error) {
 	if path == "" {
 		return nil, errors.New("no env file")

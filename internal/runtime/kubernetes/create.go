@@ -45,10 +45,7 @@ type creation struct {
 // order). On any failure it removes the namespace it created, waits until it
 // is gone, and refuses with "Nothing was created."
 func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.State, error) {
-	if err := r.Check(env); err != nil {
-		return runtime.State{}, err
-	}
-	cfg, _, err := r.loadKubeconfig()
+	cfg, err := r.check(env)
 	if err != nil {
 		return runtime.State{}, err
 	}
@@ -83,16 +80,7 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	t.apiServerIP = apiSvc.Spec.ClusterIP
 	o := cr.r.opts
 	cr.step = fmt.Sprintf("reading Service %s/%s (the cluster resolver)", o.ClusterDNSNamespace, o.ClusterDNSService)
-	dnsSvc, err := c.CoreV1().Services(o.ClusterDNSNamespace).Get(ctx, o.ClusterDNSService, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		if ip := dnsSvc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-			t.clusterDNS = ip
-		}
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-		// No cluster resolver to try (or none this user may see); the probe
-		// still resolves a public name through its own resolver.
-	default:
+	if t.clusterDNS, err = o.clusterResolverIP(ctx, c); err != nil {
 		return runtime.State{}, err
 	}
 	cr.step = "listing the other environments' egress gateways (the probe's tenant targets)"
@@ -185,6 +173,24 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 		all = append(all, *d)
 	}
 	return cr.r.assemble(runtime.Ref{ID: cr.kctx + "/" + ns}, nsObj, all, svcs, ings), nil
+}
+
+// clusterResolverIP is the ClusterIP of the cluster resolver's Service, or
+// "" when there is none (or none this user may see): the probe then still
+// resolves a public name through its own resolver, and the gateway has no
+// upstream resolver.
+func (o Options) clusterResolverIP(ctx context.Context, c k8s.Interface) (string, error) {
+	svc, err := c.CoreV1().Services(o.ClusterDNSNamespace).Get(ctx, o.ClusterDNSService, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		if ip := svc.Spec.ClusterIP; ip != corev1.ClusterIPNone {
+			return ip, nil
+		}
+		return "", nil
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
+		return "", nil
+	}
+	return "", err
 }
 
 // tenantTargets finds other environments on the cluster for the probe's

@@ -327,9 +327,6 @@ func New(src Kubeconfig, wrap func(http.RoundTripper) http.RoundTripper, opts Op
 	return &Runtime{src: src, wrap: wrap, opts: opts, clients: map[string]k8s.Interface{}}, nil
 }
 
-// Options returns the options in force, defaults filled in.
-func (r *Runtime) Options() Options { return r.opts }
-
 // loadKubeconfig reads the kubeconfig, locally. where says which source it
 // came from, for messages.
 func (r *Runtime) loadKubeconfig() (cfg *clientcmdapi.Config, where string, err error) {
@@ -369,16 +366,12 @@ func contextFor(env runtime.Environment, cfg *clientcmdapi.Config) string {
 	return ""
 }
 
-// checkContext refuses a context the kubeconfig does not have, listing those
-// it has. It reads nothing but the kubeconfig.
-func (r *Runtime) checkContext(name string, pos manifest.Position) (*clientcmdapi.Config, error) {
-	cfg, where, err := r.loadKubeconfig()
-	if err != nil {
-		return nil, err
-	}
+// checkContext refuses a context the kubeconfig cfg (read from where) does
+// not have, listing those it has.
+func checkContext(cfg *clientcmdapi.Config, where, name string, pos manifest.Position) error {
 	if name != "" {
 		if _, ok := cfg.Contexts[name]; ok {
-			return cfg, nil
+			return nil
 		}
 	}
 	have := make([]string, 0, len(cfg.Contexts))
@@ -398,7 +391,7 @@ func (r *Runtime) checkContext(name string, pos manifest.Position) (*clientcmdap
 	}
 	ref.Detail = fmt.Sprintf("Contexts in the kubeconfig: %s. The runtime never uses another context instead.", list)
 	ref.Line, ref.Column = pos.Line, pos.Column
-	return nil, ref
+	return ref
 }
 
 // client returns the (cached) clientset for a context. The context must have
@@ -409,8 +402,11 @@ func (r *Runtime) client(name string) (k8s.Interface, error) {
 	if c, ok := r.clients[name]; ok {
 		return c, nil
 	}
-	cfg, err := r.checkContext(name, manifest.Position{})
+	cfg, where, err := r.loadKubeconfig()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkContext(cfg, where, name, manifest.Position{}); err != nil {
 		return nil, err
 	}
 	rc, err := clientcmd.NewNonInteractiveClientConfig(*cfg, name, &clientcmd.ConfigOverrides{}, nil).ClientConfig()
@@ -466,6 +462,13 @@ func ParseRef(ref runtime.Ref) (kubeContext, namespace string, err error) {
 // environment and the kubeconfig alone: a context that does not exist, and
 // names Kubernetes would reject.
 func (r *Runtime) Check(env runtime.Environment) error {
+	_, err := r.check(env)
+	return err
+}
+
+// check is Check, also returning the kubeconfig it read (nil on error), so
+// that Create does not read it again.
+func (r *Runtime) check(env runtime.Environment) (*clientcmdapi.Config, error) {
 	m := env.Manifest
 	var errs refusal.List
 	if ns := NamespaceFor(m.Name, env.Name); len(ns) > 63 {
@@ -500,19 +503,19 @@ func (r *Runtime) Check(env runtime.Environment) error {
 			pos = t.Pos
 		}
 	}
-	cfg, _, err := r.loadKubeconfig()
+	cfg, where, err := r.loadKubeconfig()
 	if err != nil {
 		errs = append(errs, refusal.All(err)...)
-	} else if _, err := r.checkContext(contextFor(env, cfg), pos); err != nil {
+	} else if err := checkContext(cfg, where, contextFor(env, cfg), pos); err != nil {
 		errs = append(errs, refusal.All(err)...)
 	}
 	if len(errs) == 1 {
-		return errs[0]
+		return nil, errs[0]
 	}
 	if len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
-	return nil
+	return cfg, nil
 }
 
 func isDNSLabel(s string) bool {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -324,7 +325,7 @@ func (b *builder) serviceDeployment(s manifest.Service) *appsv1.Deployment {
 		podLabels[LabelWeb] = "true"
 	}
 	env := make([]corev1.EnvVar, 0, len(s.Env)+len(injectedEnv))
-	for _, k := range manifest.SortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		if !slices.Contains(injectedEnv, k) {
 			env = append(env, corev1.EnvVar{Name: k, Value: s.Env[k]})
 		}

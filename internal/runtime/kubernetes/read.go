@@ -206,13 +206,9 @@ func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
 		return err
 	}
 	b.gatewayIP = gwSvc.Spec.ClusterIP
-	clusterDNS := ""
 	u.step = "reading the cluster resolver Service"
-	if dnsSvc, err := c.CoreV1().Services(r.opts.ClusterDNSNamespace).Get(ctx, r.opts.ClusterDNSService, metav1.GetOptions{}); err == nil {
-		if ip := dnsSvc.Spec.ClusterIP; ip != "" && ip != corev1.ClusterIPNone {
-			clusterDNS = ip
-		}
-	} else if !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
+	clusterDNS, err := r.opts.clusterResolverIP(ctx, c)
+	if err != nil {
 		return err
 	}
 	cfg := b.egressConfig(clusterDNS)

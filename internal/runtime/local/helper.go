@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
 	"syscall"
 )
 
@@ -75,12 +74,3 @@ func minimalEnv() []string {
 }
 
 func notifySIGCHLD(c chan os.Signal) { signal.Notify(c, syscall.SIGCHLD) }
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

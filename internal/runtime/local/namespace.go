@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -686,7 +688,7 @@ func serviceEnv(req *startRequest, s serviceSpec, proxyPort int) []string {
 	if s.Port > 0 {
 		env = append(env, fmt.Sprintf("PORT=%d", s.Port))
 	}
-	for _, k := range sortedKeys(s.Env) {
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 		env = append(env, k+"="+s.Env[k])
 	}
 	return dedupeEnv(env)
