@@ -11,7 +11,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 )
 
-// The check's findings, one code per shape (SPEC §6).
+// The check's findings, one code per shape of rule group that lets a query through.
 var (
 	AllowAllAhead = refusal.Register("AF-DNS-010",
 		"An ALLOW or ALERT rule on every domain (*) comes before the terminal BLOCK: it lets every query through, so the BLOCK blocks nothing.",

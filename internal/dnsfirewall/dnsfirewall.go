@@ -5,7 +5,7 @@
 // from the lowest number up, and the first rule whose domain list matches the
 // query name ends evaluation. ALLOW and ALERT let the query through, BLOCK
 // stops it. Check refuses the shapes of a rule group that look closed and are
-// not (see SPEC §6); Generate writes the rule group for an egress catalogue.
+// not; Generate writes the rule group for an egress catalogue.
 //
 // Both work on any rule group, not only the ones this provider generates.
 package dnsfirewall

@@ -9,7 +9,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 )
 
-// The network variables (SPEC §6). The first six describe the network; the
+// The network variables. The first six describe the network; the
 // seventh is optional.
 const (
 	EnvRegion      = "AF_ECS_REGION"

@@ -87,7 +87,7 @@ type PathVerdict struct {
 	Attempts []Attempt
 }
 
-// Path ids, in the order of SPEC §6.
+// Path ids, in the order the report lists them.
 const (
 	PathPublicIP            = "public-ip"
 	PathNATGateway          = "nat-gateway"

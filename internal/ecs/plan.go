@@ -1,4 +1,4 @@
-// Package ecs is the ECS/Fargate egress report (SPEC §6): the configuration
+// Package ecs is the ECS/Fargate egress report: the configuration
 // the ECS runtime would generate for one environment, as real AWS API input,
 // and the predicate that judges the thirteen egress paths out of a Fargate task
 // by evaluating that document.

@@ -416,12 +416,15 @@ func knownMode(m Mode) bool {
 }
 
 var (
-	dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	// DNSLabel is an RFC 1123 label: what names of applications, targets,
+	// services and environments must be, since they become namespaces and
+	// host names.
+	DNSLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 func (r *reader) label(n *yaml.Node, value, where string) {
-	if value != "" && !dnsLabel.MatchString(value) {
+	if value != "" && !DNSLabel.MatchString(value) {
 		r.failAt(n, refusal.ManifestBadLabel, "%s %q is not a DNS label", where, value)
 	}
 }
@@ -436,7 +439,7 @@ func (r *reader) domain(n *yaml.Node, where string) string {
 		return d
 	}
 	for _, l := range strings.Split(d, ".") {
-		if !dnsLabel.MatchString(l) {
+		if !DNSLabel.MatchString(l) {
 			r.failAt(n, refusal.ManifestBadDomain, "%s %q is not a DNS name (label %q)", where, d, l)
 			break
 		}

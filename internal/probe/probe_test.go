@@ -19,7 +19,7 @@ func TestJudge(t *testing.T) {
 		code     string
 	}{
 		{"every attempt blocked and the control reached", []Attempt{attempt(Public, Blocked), attempt(Metadata, Blocked), control}, Contained, ""},
-		{"one escape among blocks", []Attempt{attempt(Public, Blocked), attempt(Host, Escape), control}, NotContained, "AF-RUN-043"},
+		{"one escape among blocks", []Attempt{attempt(Public, Blocked), attempt(Host, Escape), control}, NotContained, "AF-RUN-043: 1 of 2 attempts escaped"},
 		{"an unknown outcome is not containment", []Attempt{attempt(Public, "timeout?"), control}, NotContained, "AF-RUN-043"},
 		{"an escape wins over a failed control", []Attempt{attempt(Public, Escape), attempt(Control, Failed)}, NotContained, "AF-RUN-043"},
 		{"blocked everything but no control: proves nothing", []Attempt{attempt(Public, Blocked), attempt(Control, Failed)}, ControlNotPassed, "AF-RUN-044"},
@@ -40,7 +40,8 @@ func TestJudge(t *testing.T) {
 				}
 				return
 			}
-			if ref == nil || string(ref.Code) != c.code {
+			code, summary, _ := strings.Cut(c.code, ": ")
+			if ref == nil || string(ref.Code) != code || !strings.Contains(ref.Summary, summary) {
 				t.Fatalf("refusal = %v, want %s", ref, c.code)
 			}
 			for _, a := range c.attempts {

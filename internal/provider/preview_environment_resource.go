@@ -3,7 +3,6 @@ package provider
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strings"
 	"time"
 
@@ -26,8 +25,6 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 	"github.com/antifailure/terraform-provider-antifailure/internal/scheduler"
 )
-
-var dnsLabelPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 func newPreviewEnvironmentResource() resource.Resource { return &previewEnvironmentResource{} }
 
@@ -114,7 +111,7 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 				Required: true,
 				MarkdownDescription: "The environment's name, a DNS label (for example `pr-42`). It becomes part of the namespace and the URLs; " +
 					"changing it replaces the environment.",
-				Validators:    []validator.String{stringvalidator.RegexMatches(dnsLabelPattern, "must be a DNS label: lower-case letters, digits and hyphens, 1-63 characters, starting and ending with a letter or digit")},
+				Validators:    []validator.String{stringvalidator.RegexMatches(manifest.DNSLabel, "must be a DNS label: lower-case letters, digits and hyphens, 1-63 characters, starting and ending with a letter or digit")},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"images": schema.MapAttribute{

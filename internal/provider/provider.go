@@ -6,6 +6,7 @@ package provider
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -224,10 +225,12 @@ func readKubeconfigSource(cfg providerModel, getenv func(string) string) (kubern
 	if p == "" {
 		p = getenv(envKubeconfigPath)
 	}
-	if p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return kubernetes.Kubeconfig{}, refusal.New(refusal.ConfigInvalid, "kubeconfig_path %s cannot be read: %v", p, err).
-				WithNext("Point kubeconfig_path (or " + envKubeconfigPath + ") at an existing kubeconfig file, or pass its content as kubeconfig.")
+	// Like kubectl, a KUBECONFIG-style list of files is merged by the runtime;
+	// every file named must exist.
+	for _, file := range filepath.SplitList(p) {
+		if _, err := os.Stat(file); err != nil {
+			return kubernetes.Kubeconfig{}, refusal.New(refusal.ConfigInvalid, "kubeconfig_path %s cannot be read: %v", file, err).
+				WithNext("Point kubeconfig_path (or " + envKubeconfigPath + ") at existing kubeconfig files, or pass the content as kubeconfig.")
 		}
 	}
 	return kubernetes.Kubeconfig{Path: p}, nil

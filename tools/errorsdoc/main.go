@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	// Packages that register codes of their own.
-	_ "github.com/antifailure/terraform-provider-antifailure/internal/probe"
+	// The provider imports every package that registers codes of its own.
 	_ "github.com/antifailure/terraform-provider-antifailure/internal/provider"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"

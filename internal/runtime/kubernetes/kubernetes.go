@@ -35,7 +35,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,9 +155,11 @@ var ExcludedRanges = []string{
 }
 
 // Kubeconfig is where the runtime reads its kubeconfig from. Content wins
-// over Path; with neither, KUBECONFIG (a list of files, merged as kubectl
-// does). There is no further fallback: not ~/.kube/config, not in-cluster
-// configuration.
+// over Path; Path may be a KUBECONFIG-style list of files, merged as kubectl
+// does. The caller resolves environment fallbacks (the provider reads
+// KUBECONFIG through its own configuration), so the runtime never reads the
+// process environment, and with neither it refuses: no ~/.kube/config, no
+// in-cluster configuration.
 type Kubeconfig struct {
 	Path    string
 	Content string
@@ -336,11 +337,7 @@ func (r *Runtime) loadKubeconfig() (cfg *clientcmdapi.Config, where string, err 
 		cfg, err = clientcmd.Load([]byte(r.src.Content))
 	case r.src.Path != "":
 		where = r.src.Path
-		cfg, err = clientcmd.LoadFromFile(r.src.Path)
-	case os.Getenv("KUBECONFIG") != "":
-		where = "KUBECONFIG=" + os.Getenv("KUBECONFIG")
-		rules := &clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(os.Getenv("KUBECONFIG"))}
-		cfg, err = rules.Load()
+		cfg, err = (&clientcmd.ClientConfigLoadingRules{Precedence: filepath.SplitList(r.src.Path)}).Load()
 	default:
 		return nil, "", refusal.New(NoKubeconfig, "No kubeconfig was given for the kubernetes runtime").
 			WithDetail("The provider's kubeconfig_path and kubeconfig are unset and KUBECONFIG is empty. The runtime does not fall back to ~/.kube/config or to in-cluster configuration.").

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,10 +72,11 @@ func TestCheck_MissingContext_ListsContexts(t *testing.T) {
 	}
 }
 
-// TestCheck_NoKubeconfig: no path, no content, no KUBECONFIG is a refusal,
-// never a fallback to ~/.kube/config or in-cluster configuration.
+// TestCheck_NoKubeconfig: no path and no content is a refusal, never a
+// fallback to ~/.kube/config, in-cluster configuration or the process's own
+// KUBECONFIG (the provider resolves that through its configuration).
 func TestCheck_NoKubeconfig(t *testing.T) {
-	t.Setenv("KUBECONFIG", "")
+	t.Setenv("KUBECONFIG", te.Kubeconfig)
 	r, err := kube.New(kube.Kubeconfig{}, nil, kube.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +91,14 @@ func TestCheck_NoKubeconfig(t *testing.T) {
 	if err := r.Check(environment(t, shopManifest(2), "pr-1")); err != nil {
 		t.Fatalf("Check with raw kubeconfig content: %v", err)
 	}
-	// KUBECONFIG, when nothing else is given.
-	t.Setenv("KUBECONFIG", te.Kubeconfig)
-	r, _ = kube.New(kube.Kubeconfig{}, nil, kube.Options{})
+	// A KUBECONFIG-style list of files is merged, as kubectl does.
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.WriteFile(other, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = kube.New(kube.Kubeconfig{Path: other + string(os.PathListSeparator) + te.Kubeconfig}, nil, kube.Options{})
 	if err := r.Check(environment(t, shopManifest(2), "pr-1")); err != nil {
-		t.Fatalf("Check with KUBECONFIG: %v", err)
+		t.Fatalf("Check with a list of kubeconfig files: %v", err)
 	}
 }
 
