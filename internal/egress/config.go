@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
@@ -155,9 +156,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("egress config: catalogue[%d]: %q is listed twice", i, r.Host)
 		}
 		seen[h] = true
-		switch r.Mode {
-		case manifest.ModeAllow, manifest.ModeSandbox, manifest.ModeBlock, manifest.ModeMock, manifest.ModeCapture, manifest.ModeSynth:
-		default:
+		if !slices.Contains(manifest.Modes, r.Mode) {
 			return fmt.Errorf("egress config: catalogue[%d] (%s): unknown mode %q", i, r.Host, r.Mode)
 		}
 		if r.Response != nil && r.Mode != manifest.ModeMock {

@@ -19,14 +19,9 @@ func newECSEgressReportDataSource() datasource.DataSource { return &ecsEgressRep
 type ecsEgressReportDataSource struct{ data any }
 
 type ecsEgressReportModel struct {
-	Manifest            types.String            `tfsdk:"manifest"`
-	Region              types.String            `tfsdk:"region"`
-	Cluster             types.String            `tfsdk:"cluster"`
-	VPCID               types.String            `tfsdk:"vpc_id"`
-	VPCCIDR             types.String            `tfsdk:"vpc_cidr"`
-	SubnetIDs           []types.String          `tfsdk:"subnet_ids"`
-	SubnetCIDRs         []types.String          `tfsdk:"subnet_cidrs"`
-	ProbeImage          types.String            `tfsdk:"probe_image"`
+	Manifest types.String `tfsdk:"manifest"`
+	// The same network attributes as the provider's ecs block.
+	ecsProviderModel
 	RecordedAttempts    types.String            `tfsdk:"recorded_attempts"`
 	Answer              types.String            `tfsdk:"answer"`
 	Summary             types.String            `tfsdk:"summary"`
@@ -145,11 +140,7 @@ func (d *ecsEgressReportDataSource) Read(ctx context.Context, req datasource.Rea
 		addRefusals(&resp.Diagnostics, err, path.Root("manifest"))
 		return
 	}
-	explicit := ecs.NetworkSettings{
-		Region: m.Region.ValueString(), Cluster: m.Cluster.ValueString(), VPCID: m.VPCID.ValueString(), VPCCIDR: m.VPCCIDR.ValueString(),
-		SubnetIDs: stringValues(m.SubnetIDs), SubnetCIDRs: stringValues(m.SubnetCIDRs), ProbeImage: m.ProbeImage.ValueString(),
-	}
-	net, err := pd.ecsNetwork(explicit)
+	net, err := pd.ecsNetwork(m.network())
 	if err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("vpc_id"))
 		return
@@ -262,11 +253,16 @@ func (m *ecsProviderModel) settings() ecsSettings {
 			}
 		}
 	}
-	s.NetworkSettings = ecs.NetworkSettings{
+	s.NetworkSettings = m.network()
+	return s
+}
+
+// network is what the attributes set; unset ones are empty and fall back.
+func (m *ecsProviderModel) network() ecs.NetworkSettings {
+	return ecs.NetworkSettings{
 		Region: m.Region.ValueString(), Cluster: m.Cluster.ValueString(), VPCID: m.VPCID.ValueString(), VPCCIDR: m.VPCCIDR.ValueString(),
 		SubnetIDs: stringValues(m.SubnetIDs), SubnetCIDRs: stringValues(m.SubnetCIDRs), ProbeImage: m.ProbeImage.ValueString(),
 	}
-	return s
 }
 
 // ecsProviderAttribute is the provider's `ecs` block schema.
