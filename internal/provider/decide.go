@@ -30,6 +30,9 @@ func (pd *providerData) decide(content string, manifestPath path.Path, diags *di
 	d.manifest = m
 	d.placement, err = placement.Decide(m, pd.placementRules())
 	if err != nil {
+		if pd.licenseErr != nil && licenseGated(err) {
+			addLicenseRefusal(diags, pd.licenseErr)
+		}
 		addRefusals(diags, err, manifestPath)
 		return d, false
 	}

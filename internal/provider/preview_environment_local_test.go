@@ -181,7 +181,7 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 	_, _ = rand.Read(rnd[:])
 	marker := hex.EncodeToString(rnd[:])
 	rt := localTestRuntime(t)
-	stateDir := rt.StateDir("shop-pr-1")
+	stateDir := rt.StateDir(runtime.Key{App: "shop", Env: "pr-1"})
 	var url, netns string
 
 	serves := func(greeting string) resource.TestCheckFunc {
@@ -246,16 +246,16 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionCreate),
 					// Known at plan: the ID, the placement, the services the
 					// plan proposes; known only after the probe: containment.
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("id"), knownvalue.StringExact("shop-pr-1")),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("id"), knownvalue.StringExact("shop/pr-1")),
 					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("target"), knownvalue.StringExact("local")),
 					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("services").AtMapKey("web").AtMapKey("running"), knownvalue.Bool(true)),
 					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("containment")),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(envAddr, "queue_position", "1"),
-					resource.TestCheckResourceAttr(envAddr, "id", "shop-pr-1"),
+					resource.TestCheckResourceAttr(envAddr, "id", "shop/pr-1"),
 					resource.TestCheckResourceAttr(envAddr, "runtime", "local"),
-					resource.TestCheckResourceAttr(envAddr, "namespace", "shop-pr-1"),
+					resource.TestCheckResourceAttr(envAddr, "namespace", "shop/pr-1"),
 					resource.TestMatchResourceAttr(envAddr, "urls.web", regexp.MustCompile(`^http://web-pr-1\.localhost:\d+$`)),
 					resource.TestCheckResourceAttr(envAddr, "services.web.running", "true"),
 					resource.TestCheckResourceAttr(envAddr, "containment.verdict", "contained"),
@@ -321,14 +321,14 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 				Config:        localEnvironmentConfig(t, marker, "bonjour"),
 				ResourceName:  envAddr,
 				ImportState:   true,
-				ImportStateId: "shop-pr-1",
+				ImportStateId: "shop/pr-1",
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					if len(states) != 1 {
 						return fmt.Errorf("imported %d states", len(states))
 					}
 					a := states[0].Attributes
 					for k, want := range map[string]string{
-						"id": "shop-pr-1", "runtime": "local", "namespace": "shop-pr-1", "urls.web": url,
+						"id": "shop/pr-1", "runtime": "local", "namespace": "shop/pr-1", "urls.web": url, "name": "pr-1",
 						"services.web.running": "true", "containment.verdict": "contained",
 					} {
 						if a[k] != want {

@@ -31,8 +31,9 @@ func newPreviewEnvironmentResource() resource.Resource { return &previewEnvironm
 type previewEnvironmentResource struct{ data any }
 
 var (
-	_ resource.ResourceWithModifyPlan  = (*previewEnvironmentResource)(nil)
-	_ resource.ResourceWithImportState = (*previewEnvironmentResource)(nil)
+	_ resource.ResourceWithModifyPlan   = (*previewEnvironmentResource)(nil)
+	_ resource.ResourceWithImportState  = (*previewEnvironmentResource)(nil)
+	_ resource.ResourceWithUpgradeState = (*previewEnvironmentResource)(nil)
 )
 
 type previewEnvironmentModel struct {
@@ -96,6 +97,7 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
+		Version: environmentSchemaVersion,
 		MarkdownDescription: "A preview environment: a short-lived copy of the application the manifest describes, on the target placement chooses, " +
 			"with no way out. Before any application process or image starts, the runtime isolates the environment, starts its egress gateway and runs a " +
 			"**containment probe** under exactly the rules the services run under; any escape refuses the environment with `AF-RUN-043` and removes " +
@@ -103,8 +105,10 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 			"Drift is detected: a service killed, deleted, scaled or re-imaged by hand shows in the next plan as a change to `services`, and apply restores it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The environment's ID, also its import ID: `<kubeconfig_context>/<namespace>` on `kubernetes`, `<app>-<name>` on `local`.",
+				Computed: true,
+				MarkdownDescription: "The environment's ID, also its import ID: `<kubeconfig_context>/<app>/<name>` on `kubernetes`, `<app>/<name>` on `local` " +
+					"(`<app>` is the manifest's `name`). Application and environment stay two parts, so app `shop` with `pr-1` and app `shop-pr` with `1` are two environments; " +
+					"an environment that belongs to another pair is refused, never adopted, imported or deleted.",
 			},
 			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription},
 			"name": schema.StringAttribute{
@@ -139,11 +143,12 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 					"residency": computedString("The residency verdict: `allowed`, `not_evaluable` or `no_policy`."),
 				},
 			},
-			"namespace": computedString("Where the environment's objects live: the Kubernetes namespace (`af-<app>-<name>`), or the local runtime's state key."),
+			"namespace": computedString("Where the environment's objects live, known at plan: the Kubernetes namespace (`af-<app>-<name>`, or, when that name could also " +
+				"belong to another pair or is longer than 63 characters, a shortened form ending in a hash of both; labelled with app and environment), or on `local` the key `<app>/<name>`."),
 			"urls": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.StringType,
-				MarkdownDescription: "URL of each web service, by service name.",
+				MarkdownDescription: "URL of each web service, by service name. Known at plan on `kubernetes`; on `local` the router's port is chosen at apply.",
 			},
 			"services": schema.MapNestedAttribute{
 				Computed: true,
@@ -217,6 +222,7 @@ func (r *previewEnvironmentResource) plan(ctx context.Context, pd *providerData,
 		Name:           m.Name.ValueString(),
 		Manifest:       dec.manifest,
 		Placement:      dec.placement,
+		Source:         m.Manifest.ValueString(),
 		Images:         images,
 		WaitForRollout: m.WaitForRollout.IsNull() || m.WaitForRollout.ValueBool(),
 	}
@@ -257,30 +263,58 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 	if !ok {
 		return
 	}
-	plan.ID = types.StringValue(p.rt.RefFor(p.env).ID)
+	planned := p.rt.Planned(p.env)
+	plan.ID = types.StringValue(planned.Ref.ID)
 	plan.Runtime = types.StringValue(p.placement.Runtime)
 	plan.Target = types.StringValue(p.placement.Target.Name)
 	plan.KubeconfigContext = types.StringValue(p.placement.Target.KubeconfigContext)
 	plan.Placement = r.placementValue(pd, p.decision, &resp.Diagnostics)
 	plan.Services = servicesValue(runtime.DesiredServices(p.env), &resp.Diagnostics)
+	plan.Namespace = types.StringValue(planned.Namespace)
+	if planned.URLs != nil {
+		plan.URLs = stringMap(planned.URLs, &resp.Diagnostics)
+	}
 
-	if !req.State.Raw.IsNull() {
+	if req.State.Raw.IsNull() {
+		if pd.licenseErr != nil {
+			// A license problem never blocks reading or removing what
+			// exists; it does refuse making anything new.
+			addLicenseRefusal(&resp.Diagnostics, pd.licenseErr)
+		}
+	} else {
 		var state previewEnvironmentModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		if moved(state.Runtime, plan.Runtime) || moved(state.Target, plan.Target) || moved(state.KubeconfigContext, plan.KubeconfigContext) || moved(state.ID, plan.ID) {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("target"))
 		} else {
-			// Facts from creation stay as they were; what an update changes
-			// is planned as unknown only when the manifest changes.
+			// Facts from creation stay as they were: the namespace the
+			// environment really lives in (an earlier release's name, say).
 			plan.Namespace = state.Namespace
-			plan.Containment = state.Containment
 			plan.QueuePosition = state.QueuePosition
-			if state.Manifest.Equal(plan.Manifest) {
+			plan.Containment = state.Containment
+			if planned.URLs == nil {
 				plan.URLs = state.URLs
+			}
+			if updates(state, plan) {
+				// An update may have to start the environment afresh (its
+				// supervisor or namespace is gone), which probes again and
+				// may choose another router port: those values are known
+				// only after apply.
+				plan.Containment = types.ObjectUnknown(containmentAttrTypes)
+				if planned.URLs == nil {
+					plan.URLs = types.MapUnknown(types.StringType)
+				}
 			}
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// updates reports whether the plan makes Update run: something the runtime
+// acts on differs from the state.
+func updates(state, plan previewEnvironmentModel) bool {
+	return !state.Manifest.Equal(plan.Manifest) || !state.Images.Equal(plan.Images) || !state.Services.Equal(plan.Services) ||
+		!state.WaitForRollout.Equal(plan.WaitForRollout) || !state.Name.Equal(plan.Name)
 }
 
 // moved reports a change between a known prior value and the plan. A null
@@ -302,7 +336,11 @@ func (r *previewEnvironmentResource) Create(ctx context.Context, req resource.Cr
 	if !ok {
 		return
 	}
-	ref := p.rt.RefFor(p.env)
+	if pd.licenseErr != nil {
+		addLicenseRefusal(&resp.Diagnostics, pd.licenseErr)
+		return
+	}
+	ref := p.rt.Planned(p.env).Ref
 	now := pd.now()
 	position, waiting := scheduler.Single(scheduler.Run{
 		ID: ref.ID, Organization: pd.organization(), Kind: scheduler.Kind("terraform-apply"), EnqueuedAt: now,
@@ -348,10 +386,8 @@ func (r *previewEnvironmentResource) Read(ctx context.Context, req resource.Read
 		addRefusals(&resp.Diagnostics, err, path.Root("id"))
 		return
 	}
-	if state.KubeconfigContext.IsNull() {
-		state.KubeconfigContext = types.StringValue(contextOfImportID(state.ID.ValueString()))
-	}
 	r.record(&state, st, &resp.Diagnostics)
+	r.completeImported(pd, &state, st)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -404,43 +440,17 @@ func (r *previewEnvironmentResource) Delete(ctx context.Context, req resource.De
 	}
 }
 
-func (r *previewEnvironmentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
-}
-
-// runtimeOf is the runtime holding an environment in state. Right after an
-// import the state has no runtime yet, and the ID's shape tells.
+// runtimeOf is the runtime holding an environment in state (ImportState
+// records it too).
 func (pd *providerData) runtimeOf(state *previewEnvironmentModel) (runtime.Runtime, error) {
-	if state.Runtime.ValueString() == "" {
-		state.Runtime = types.StringValue(runtimeOfImportID(state.ID.ValueString()))
-	}
 	return pd.runtime(state.Runtime.ValueString())
-}
-
-// runtimeOfImportID tells the runtime from the shape of an import ID:
-// kubernetes IDs are "<kubeconfig_context>/<namespace>", local ones have no slash.
-func runtimeOfImportID(id string) string {
-	if strings.Contains(id, "/") {
-		return manifest.ProviderKubernetes
-	}
-	return manifest.ProviderLocal
-}
-
-func contextOfImportID(id string) string {
-	ctx, _, found := strings.Cut(id, "/")
-	if !found {
-		return ""
-	}
-	return ctx
 }
 
 // record copies what the runtime observed into the model.
 func (r *previewEnvironmentResource) record(m *previewEnvironmentModel, st runtime.State, diags *diag.Diagnostics) {
 	m.ID = types.StringValue(st.Ref.ID)
 	m.Namespace = types.StringValue(st.Namespace)
-	urls, d := types.MapValueFrom(context.Background(), types.StringType, nonNil(st.URLs))
-	diags.Append(d...)
-	m.URLs = urls
+	m.URLs = stringMap(st.URLs, diags)
 	m.Services = servicesValue(st.Services, diags)
 	if len(st.Containment.Attempts) > 0 || st.Containment.Verdict != "" {
 		m.Containment = containmentValue(st.Containment, diags)
@@ -452,11 +462,13 @@ func (r *previewEnvironmentResource) record(m *previewEnvironmentModel, st runti
 	}
 }
 
-func nonNil(m map[string]string) map[string]string {
+func stringMap(m map[string]string, diags *diag.Diagnostics) types.Map {
 	if m == nil {
-		return map[string]string{}
+		m = map[string]string{}
 	}
-	return m
+	v, d := types.MapValueFrom(context.Background(), types.StringType, m)
+	diags.Append(d...)
+	return v
 }
 
 func (r *previewEnvironmentResource) placementValue(pd *providerData, d decision, diags *diag.Diagnostics) types.Object {

@@ -75,6 +75,7 @@ type policyModel struct {
 // providerData is handed to every resource and data source.
 type providerData struct {
 	edition    license.Edition
+	licenseErr error // a license that failed verification (license_problem.go)
 	policy     *residency.Policy
 	kubeconfig kubernetes.Kubeconfig
 	now        func() time.Time
@@ -148,16 +149,16 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 	token := stringOr(cfg.License, getenv(envLicense))
 	verifier := p.deps.verifier
 	verifier.Now = p.deps.now
-	edition, err := verifier.Verify(token)
-	if err != nil {
-		addRefusals(&resp.Diagnostics, err, path.Root("license"))
-		return
+	edition, licenseErr := verifier.Verify(token)
+	if licenseErr != nil {
+		edition = license.CommunityEdition // see license_problem.go
 	}
 
-	pd := &providerData{edition: edition, now: p.deps.now, getenv: getenv}
+	pd := &providerData{edition: edition, licenseErr: licenseErr, now: p.deps.now, getenv: getenv}
 	pd.ecs = cfg.ECS.settings()
 	pd.k8s = cfg.Kubernetes.options(getenv)
 	pd.runtimes = &runtimeCache{build: p.deps.runtimes, built: map[string]runtime.Runtime{}}
+	var err error
 	if pd.policy, err = readPolicy(cfg.Policy, getenv(envAllowedRegions)); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("policy").AtName("allowed_regions"))
 		return

@@ -12,6 +12,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
@@ -23,10 +24,10 @@ import (
 var ownedSelector = LabelManagedBy + "=" + ManagedBy
 
 // open resolves a Ref to a client and the environment's namespace, refusing a
-// namespace the runtime did not create. runtime.ErrNotFound when it is gone
-// (or being removed).
+// namespace the runtime did not create or that belongs to another pair.
+// runtime.ErrNotFound when it is gone (or being removed).
 func (r *Runtime) open(ctx context.Context, ref runtime.Ref) (k8s.Interface, *corev1.Namespace, error) {
-	kctx, ns, err := ParseRef(ref)
+	kctx, k, err := ParseRef(ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,17 +35,12 @@ func (r *Runtime) open(ctx context.Context, ref runtime.Ref) (k8s.Interface, *co
 	if err != nil {
 		return nil, nil, err
 	}
-	obj, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, runtime.ErrNotFound
-	}
+	obj, err := findNamespace(ctx, c, kctx, k)
 	if err != nil {
-		return nil, nil, refusal.New(APIFailed, "Reading namespace %s on context %s failed: %v", ns, kctx, err)
+		return nil, nil, err
 	}
-	if !ours(obj) {
-		return nil, nil, refusal.New(NotOurs, "Namespace %s on context %s is not an Antifailure preview environment", ns, kctx).
-			WithDetail("It lacks the label %s=%s that the kubernetes runtime puts on the namespaces it creates; the runtime never adopts, changes or deletes another namespace.", LabelManagedBy, ManagedBy).
-			OnAttribute("id")
+	if obj == nil {
+		return nil, nil, runtime.ErrNotFound
 	}
 	return c, obj, nil
 }
@@ -87,7 +83,7 @@ func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, err
 // its Service and Ingress exist. Replicas is the Deployment's desired count,
 // so scaling by hand is drift.
 func (r *Runtime) assemble(ref runtime.Ref, ns *corev1.Namespace, deps []appsv1.Deployment, svcs []corev1.Service, ings []networkingv1.Ingress) runtime.State {
-	st := runtime.State{Ref: ref, Namespace: ns.Name, URLs: map[string]string{}, Services: map[string]runtime.ServiceState{}}
+	st := runtime.State{Ref: ref, Namespace: ns.Name, URLs: map[string]string{}, Services: map[string]runtime.ServiceState{}, Source: ns.Annotations[AnnotationManifest]}
 	if raw := ns.Annotations[AnnotationContainment]; raw != "" {
 		var res probe.Result
 		if json.Unmarshal([]byte(raw), &res) == nil {
@@ -173,6 +169,15 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 			WithDetail("In namespace %s.", ns)
 		rf.Created = "The environment still exists, possibly partly updated; apply again."
 		return runtime.State{}, rf
+	}
+	if nsObj.Annotations[AnnotationManifest] != env.Source {
+		u.step = "recording the manifest on the namespace"
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationManifest: env.Source}}})
+		if _, err := c.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			rf := refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).WithDetail("In namespace %s.", ns)
+			rf.Created = "The environment still exists with the new configuration."
+			return runtime.State{}, rf
+		}
 	}
 	if env.WaitForRollout && len(u.changed) > 0 {
 		if err := waitRollout(ctx, c, ns, u.changed, ""); err != nil {
@@ -393,7 +398,7 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
 		return err
 	}
 	if err := removeNamespace(ctx, c, nsObj.Name, nsObj.UID, nsObj.ResourceVersion); err != nil {
-		kctx, _, _ := ParseRef(ref)
+		kctx, _, _ := runtime.ParseKubernetesID(ref.ID)
 		rf := refusal.New(APIFailed, "Deleting namespace %s on context %s did not finish: %v", nsObj.Name, kctx, err).
 			WithNext("Run terraform destroy again, or look at what holds the namespace: kubectl --context %s get namespace %s -o yaml.", kctx, nsObj.Name)
 		rf.Created = fmt.Sprintf("Namespace %s may still exist.", nsObj.Name)

@@ -2,7 +2,7 @@
 // environment runs as local processes, each service's command (argv, no
 // shell), inside its own network namespace that holds only loopback.
 //
-// Layout of one environment, key "<app>-<env>":
+// Layout of one environment, ID "<app>/<env>":
 //
 //	provider (terraform) ──exec, setsid──▶ supervisor (host; outlives apply)
 //	                                         ├─ egress gateway on ns/gw.sock, ns/dns.sock
@@ -21,8 +21,8 @@
 // Linux, Check and Create refuse (AF-RUN-070): never an uncontained
 // environment.
 //
-// State lives in $XDG_STATE_HOME/antifailure/local/<app>-<env> (default
-// ~/.local/state/...): spec.json, state.json (URLs, pids, containment),
+// State lives in $XDG_STATE_HOME/antifailure/local/apps/<app>/<env> (default
+// ~/.local/state/...; StateDir): spec.json, state.json (URLs, pids, containment),
 // supervisor.log, helper.log, egress.log, captures.jsonl, logs/<service>.log.
 // Delete stops everything and removes the directory; nothing is left.
 //
@@ -58,7 +58,7 @@ var (
 	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell); a relative path is relative to the directory Terraform runs in.")
 	StartFailed     = refusal.Register("AF-RUN-072", "The local environment could not be started.", "Read the supervisor and helper logs in the environment's state directory, fix the cause, then apply again.")
 	NotReady        = refusal.Register("AF-RUN-073", "A service of the local environment did not become ready.", "Read the service's log named in the message; check its command, port and health path.")
-	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with the environment key) or destroy it, then apply again.")
+	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with its ID <app>/<env>) or destroy it, then apply again.")
 	StopFailed      = refusal.Register("AF-RUN-075", "The local environment could not be stopped completely.", "Stop the processes named in the message by hand, remove the state directory, then run the command again.")
 )
 
@@ -110,16 +110,6 @@ func New(opts Options) *Runtime {
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
-
-// Key is the environment key, "<app>-<env>": the state directory's name and
-// the resource ID.
-func Key(env runtime.Environment) string { return env.Manifest.Name + "-" + env.Name }
-
-// RefFor is Ref{ID: "<app>-<env>"}.
-func (r *Runtime) RefFor(env runtime.Environment) runtime.Ref { return runtime.Ref{ID: Key(env)} }
-
-// StateDir is where the environment with this key keeps its state.
-func (r *Runtime) StateDir(key string) string { return filepath.Join(r.opts.StateBase, key) }
 
 func (r *Runtime) exe() (string, error) {
 	if r.opts.Executable != "" {
@@ -242,7 +232,7 @@ func (r *Runtime) spec(env runtime.Environment, routerPort int) (envSpec, error)
 		ready = DefaultReadyTimeout
 	}
 	sp := envSpec{
-		Key: Key(env), App: env.Manifest.Name, Env: env.Name, Dir: dir,
+		Key: runtime.KeyOf(env).LocalID(), App: env.Manifest.Name, Env: env.Name, Dir: dir, Manifest: env.Source,
 		BaseEnv: minimalEnv(), Egress: egress.FromManifest(env.Manifest),
 		Probe:     ProbeRequest{Checks: r.opts.Probe.Checks(), Timeout: r.opts.Probe.timeout()},
 		Isolation: r.opts.Isolation, RouterPort: routerPort, ReadyTimeout: ready,
@@ -291,8 +281,19 @@ func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.
 }
 
 func (r *Runtime) create(ctx context.Context, sp envSpec) (runtime.State, error) {
-	dir := r.StateDir(sp.Key)
+	k := runtime.Key{App: sp.App, Env: sp.Env}
+	dir := r.StateDir(k)
+	if legacy := r.legacyStateDir(k); dir != legacy {
+		if got, ok := owner(legacy); ok && got == k {
+			return runtime.State{}, refusal.New(AlreadyRunning, "Environment %s already exists on this machine, in %s (where earlier releases kept it)", k, legacy).
+				WithDetail("It was left as it is.")
+		}
+	}
 	if _, err := os.Stat(dir); err == nil {
+		if got, ok := owner(dir); ok && got != k {
+			return runtime.State{}, refusal.New(OtherPair, "The state directory %s belongs to %s, not to %s", dir, got, k).
+				WithDetail("It was left as it is.")
+		}
 		var sup procID
 		if readJSON(filepath.Join(dir, fileSupervisor), &sup) == nil && sup.Alive() {
 			return runtime.State{}, refusal.New(AlreadyRunning, "Environment %s already runs on this machine (supervisor pid %d)", sp.Key, sup.Pid).
@@ -308,7 +309,7 @@ func (r *Runtime) create(ctx context.Context, sp envSpec) (runtime.State, error)
 	}
 	res, err := r.startSupervisor(ctx, dir, sp)
 	if err == nil && res.Refusal == nil && res.State != nil {
-		return r.toState(*res.State, nil), nil
+		return r.toState(*res.State, nil, sp.Manifest), nil
 	}
 	// Nothing may stay behind a refused start.
 	terr := r.teardown(context.Background(), dir)
@@ -418,26 +419,16 @@ func (r *Runtime) status(ctx context.Context, dir string) (*statusReply, error) 
 	return &rep, nil
 }
 
-func validKey(id string) bool {
-	if id == "" || len(id) > 127 {
-		return false
-	}
-	for _, c := range id {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
 // Read observes the environment: ErrNotFound when its state is gone; each
 // service Running only while its process runs (a killed service is drift).
 func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, error) {
-	if !validKey(ref.ID) {
-		return runtime.State{}, fmt.Errorf("%q is not a local environment key (<app>-<env>): %w", ref.ID, runtime.ErrNotFound)
+	_, dir, err := r.locate(ref)
+	if err != nil {
+		return runtime.State{}, err
 	}
-	dir := r.StateDir(ref.ID)
 	var st stateFile
+	var sp envSpec
+	_ = readJSON(filepath.Join(dir, fileSpec), &sp) // only the manifest text, which an earlier release did not keep
 	if err := readJSON(filepath.Join(dir, fileState), &st); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return runtime.State{}, runtime.ErrNotFound
@@ -448,16 +439,18 @@ func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, err
 	if err != nil {
 		// The supervisor is gone: the environment exists on disk only, and
 		// nothing in it runs. That is drift, for the next apply to repair.
-		return r.toState(st, map[string]svcStatus{}), nil
+		return r.toState(st, map[string]svcStatus{}, sp.Manifest), nil
 	}
-	return r.toState(rep.State, rep.Services), nil
+	return r.toState(rep.State, rep.Services, sp.Manifest), nil
 }
 
 // toState converts; live is nil when every service is known to run (just
-// started), else the observed status.
-func (r *Runtime) toState(st stateFile, live map[string]svcStatus) runtime.State {
+// started), else the observed status; manifestText is the manifest the
+// environment runs (spec.json).
+func (r *Runtime) toState(st stateFile, live map[string]svcStatus, manifestText string) runtime.State {
+	k := runtime.Key{App: st.App, Env: st.Env}
 	out := runtime.State{
-		Ref: runtime.Ref{ID: st.Key}, Namespace: st.Key, URLs: map[string]string{},
+		Ref: runtime.Ref{ID: k.LocalID()}, Namespace: k.LocalID(), URLs: map[string]string{}, Source: manifestText,
 		Services: map[string]runtime.ServiceState{}, Containment: st.Containment,
 	}
 	for k, v := range st.URLs {
@@ -485,7 +478,13 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 	if err := r.Check(env); err != nil {
 		return runtime.State{}, err
 	}
-	dir := r.StateDir(ref.ID)
+	_, dir, err := r.locate(ref)
+	if errors.Is(err, runtime.ErrNotFound) {
+		dir, err = r.StateDir(runtime.KeyOf(env)), nil
+	}
+	if err != nil {
+		return runtime.State{}, err
+	}
 	var old stateFile
 	_ = readJSON(filepath.Join(dir, fileState), &old)
 	port := 0
@@ -509,7 +508,7 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 		case res.Refusal != nil:
 			return runtime.State{}, res.Refusal
 		case res.State != nil:
-			return r.toState(*res.State, nil), nil
+			return r.toState(*res.State, nil, sp.Manifest), nil
 		}
 	}
 	// No supervisor, or no namespace: start afresh.
@@ -522,10 +521,14 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 // Delete stops everything and removes the state directory. It returns only
 // when no process of the environment runs and its network namespace is gone.
 func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
-	if !validKey(ref.ID) {
-		return fmt.Errorf("%q is not a local environment key (<app>-<env>)", ref.ID)
+	_, dir, err := r.locate(ref)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return nil
 	}
-	return r.teardown(ctx, r.StateDir(ref.ID))
+	if err != nil {
+		return err
+	}
+	return r.teardown(ctx, dir)
 }
 
 func (r *Runtime) teardown(ctx context.Context, dir string) error {

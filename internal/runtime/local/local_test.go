@@ -104,7 +104,11 @@ type leftovers struct {
 
 func snapshot(t testing.TB, r *Runtime, key string) leftovers {
 	t.Helper()
-	l := leftovers{dir: r.StateDir(key)}
+	k, err := runtime.ParseLocalID(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := leftovers{dir: r.StateDir(k)}
 	if err := readJSON(filepath.Join(l.dir, fileSupervisor), &l.supervisor); err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +151,8 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	r := testRuntime(t, Options{})
 	ctx := context.Background()
 	e := env(testManifest(t, "hello"), "pr-1")
-	if ref := r.RefFor(e); ref.ID != "shop-pr-1" {
-		t.Fatalf("RefFor = %v", ref)
+	if p := r.Planned(e); p.Ref.ID != "shop/pr-1" || p.Namespace != "shop/pr-1" || p.URLs != nil {
+		t.Fatalf("Planned = %+v", p)
 	}
 	if err := r.Check(e); err != nil {
 		t.Fatal(err)
@@ -160,10 +164,10 @@ func TestEnvironmentLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("created in %s; containment %s in %s", time.Since(start).Round(time.Millisecond), st.Containment.Verdict, st.Containment.Duration.Round(time.Millisecond))
-	left := snapshot(t, r, "shop-pr-1")
-	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-1"}) })
+	left := snapshot(t, r, "shop/pr-1")
+	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-1"}) })
 
-	if st.Ref.ID != "shop-pr-1" || st.Namespace != "shop-pr-1" || st.Containment.Verdict != probe.Contained {
+	if st.Ref.ID != "shop/pr-1" || st.Namespace != "shop/pr-1" || st.Containment.Verdict != probe.Contained {
 		t.Fatalf("state %+v", st)
 	}
 	u := st.URLs["web"]
@@ -216,7 +220,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 
 	// Read: running; then kill the service and Read shows it.
-	got, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-1"})
+	got, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-1"})
 	if err != nil || !got.Services["web"].Running || got.URLs["web"] != u || got.Containment.Verdict != probe.Contained {
 		t.Fatalf("read: %+v %v", got, err)
 	}
@@ -229,7 +233,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err = r.Read(ctx, runtime.Ref{ID: "shop-pr-1"})
+		got, err = r.Read(ctx, runtime.Ref{ID: "shop/pr-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +247,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 
 	// Update: new env, services restart, same URL.
-	st, err = r.Update(ctx, env(testManifest(t, "bonjour"), "pr-1"), runtime.Ref{ID: "shop-pr-1"})
+	st, err = r.Update(ctx, env(testManifest(t, "bonjour"), "pr-1"), runtime.Ref{ID: "shop/pr-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +257,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	if _, body := get(t, u+"/"); !strings.Contains(string(body), `"greeting":"bonjour"`) {
 		t.Fatalf("after update the service says %s", body)
 	}
-	if snap := snapshot(t, r, "shop-pr-1"); snap.helper != left.helper {
+	if snap := snapshot(t, r, "shop/pr-1"); snap.helper != left.helper {
 		t.Fatalf("update replaced the namespace: %+v → %+v", left.helper, snap.helper)
 	}
 
@@ -263,14 +267,14 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 
 	// Delete leaves nothing; Read then says not found.
-	if err := r.Delete(ctx, runtime.Ref{ID: "shop-pr-1"}); err != nil {
+	if err := r.Delete(ctx, runtime.Ref{ID: "shop/pr-1"}); err != nil {
 		t.Fatal(err)
 	}
 	left.assertGone(t)
-	if _, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-1"}); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-1"}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("read after delete: %v", err)
 	}
-	if err := r.Delete(ctx, runtime.Ref{ID: "shop-pr-1"}); err != nil {
+	if err := r.Delete(ctx, runtime.Ref{ID: "shop/pr-1"}); err != nil {
 		t.Fatalf("second delete: %v", err)
 	}
 }
@@ -293,17 +297,17 @@ func TestSupervisorGoneIsDriftAndUpdateRecreates(t *testing.T) {
 	if _, err := r.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-2"}) })
-	left := snapshot(t, r, "shop-pr-2")
+	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-2"}) })
+	left := snapshot(t, r, "shop/pr-2")
 	left.supervisor.kill(0)
 	for left.helper.Alive() {
 		time.Sleep(20 * time.Millisecond) // the helper follows its supervisor
 	}
-	got, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-2"})
+	got, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-2"})
 	if err != nil || got.Services["web"].Running {
 		t.Fatalf("read with the supervisor gone: %+v %v", got, err)
 	}
-	st, err := r.Update(ctx, e, runtime.Ref{ID: "shop-pr-2"})
+	st, err := r.Update(ctx, e, runtime.Ref{ID: "shop/pr-2"})
 	if err != nil || !st.Services["web"].Running || st.Containment.Verdict != probe.Contained {
 		t.Fatalf("update: %+v %v", st, err)
 	}
@@ -334,7 +338,7 @@ func TestCreateRefusesNamespaceWithWayOut(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a service started although the probe got out")
 	}
-	if _, err := os.Stat(r.StateDir("shop-pr-3")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.StateDir(runtime.Key{App: "shop", Env: "pr-3"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state directory left: %v", err)
 	}
 	assertNoHelperProcesses(t, r.opts.StateBase)
@@ -351,7 +355,7 @@ func TestCreateRefusesWhenControlFails(t *testing.T) {
 	if !hasCode(err, probe.ControlFailed) {
 		t.Fatalf("create: %v", err)
 	}
-	if _, err := os.Stat(r.StateDir("shop-pr-4")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.StateDir(runtime.Key{App: "shop", Env: "pr-4"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state directory left: %v", err)
 	}
 	assertNoHelperProcesses(t, r.opts.StateBase)
@@ -380,7 +384,7 @@ func TestServiceThatDiesIsNotReady(t *testing.T) {
 	if !hasCode(err, NotReady) || !strings.Contains(err.Error(), "exited with status 3") || !strings.Contains(err.Error(), "cannot bind") {
 		t.Fatalf("create: %v", err)
 	}
-	if _, err := os.Stat(r.StateDir("shop-pr-5")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.StateDir(runtime.Key{App: "shop", Env: "pr-5"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state directory left: %v", err)
 	}
 }
@@ -410,9 +414,9 @@ func TestRootIsolationRunsServicesUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := snapshot(t, r, "shop-pr-7")
+	left := snapshot(t, r, "shop/pr-7")
 	defer func() {
-		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-7"}); err != nil {
+		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-7"}); err != nil {
 			t.Error(err)
 		}
 		left.assertGone(t)
@@ -448,7 +452,7 @@ func BenchmarkEnvironmentStart(b *testing.B) {
 		probeTotal += st.Containment.Duration
 		n++
 		b.StopTimer()
-		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop-bench"}); err != nil {
+		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop/bench"}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -542,7 +546,7 @@ func TestDeleteLeavesNothingBehindStubbornProcesses(t *testing.T) {
 	if _, err := r.Create(context.Background(), env(m, "pr-8")); err != nil {
 		t.Fatal(err)
 	}
-	left := snapshot(t, r, "shop-pr-8")
+	left := snapshot(t, r, "shop/pr-8")
 	var pids []int
 	for range 100 {
 		if pids = markerPids(marker); len(pids) >= 5 {
@@ -554,7 +558,7 @@ func TestDeleteLeavesNothingBehindStubbornProcesses(t *testing.T) {
 		t.Fatalf("expected web, deaf (sh+sleep) and daemon (2 sleeps) processes, found %v", pids)
 	}
 	start := time.Now()
-	if err := r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-8"}); err != nil {
+	if err := r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-8"}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("delete took %s", time.Since(start).Round(time.Millisecond))
@@ -574,17 +578,17 @@ func TestLongStateDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(filepath.Join(r.StateDir("shop-pr-9"), fileControl)); n <= 108 {
+	if n := len(filepath.Join(r.StateDir(runtime.Key{App: "shop", Env: "pr-9"}), fileControl)); n <= 108 {
 		t.Fatalf("the control socket path is only %d bytes", n)
 	}
-	left := snapshot(t, r, "shop-pr-9")
+	left := snapshot(t, r, "shop/pr-9")
 	if code, body := get(t, st.URLs["web"]+"/"); code != 200 || !strings.Contains(string(body), `"greeting":"far"`) {
 		t.Fatalf("GET: %d %s", code, body)
 	}
-	if got, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-9"}); err != nil || !got.Services["web"].Running {
+	if got, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-9"}); err != nil || !got.Services["web"].Running {
 		t.Fatalf("read: %+v %v", got, err)
 	}
-	if err := r.Delete(ctx, runtime.Ref{ID: "shop-pr-9"}); err != nil {
+	if err := r.Delete(ctx, runtime.Ref{ID: "shop/pr-9"}); err != nil {
 		t.Fatal(err)
 	}
 	left.assertGone(t)
