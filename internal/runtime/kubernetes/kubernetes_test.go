@@ -144,7 +144,7 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 	}
 
 	// The returned state.
-	if st.Ref.ID != "eu-prod/"+ns || st.Namespace != ns {
+	if st.Ref.ID != "eu-prod/shop/two" || st.Namespace != ns {
 		t.Errorf("state ref %q namespace %q", st.Ref.ID, st.Namespace)
 	}
 	if got := st.URLs["web"]; got != "http://web-two.eu.preview.example.com" {
