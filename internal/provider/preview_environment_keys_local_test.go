@@ -278,3 +278,4 @@ func readURL(t *testing.T, dir string) string {
 	}
 	return string(m[1])
 }
+
