@@ -278,4 +278,3 @@ func readURL(t *testing.T, dir string) string {
 	}
 	return string(m[1])
 }
-
