@@ -138,7 +138,7 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 				Computed:            true,
 				MarkdownDescription: "The placement decision, as `antifailure_placement` reports it.",
 				Attributes: map[string]schema.Attribute{
-					"edition":   computedString("`community` or `enterprise`."),
+					"edition":   computedString("`community` or `enterprise`: the edition the environment was created under (a license that expires later does not change it)."),
 					"domain":    computedString("The effective domain for URLs."),
 					"residency": computedString("The residency verdict: `allowed`, `not_evaluable` or `no_policy`."),
 				},
@@ -291,6 +291,11 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 			// environment really lives in (an earlier release's name, say).
 			plan.Namespace = state.Namespace
 			plan.QueuePosition = state.QueuePosition
+			if ed, ok := state.Placement.Attributes()["edition"].(types.String); ok && !ed.IsNull() {
+				// The edition it was created under: a license that expired
+				// since is no reason to touch the environment.
+				plan.Placement = r.placementValueAs(ed.ValueString(), p.decision, &resp.Diagnostics)
+			}
 			plan.Containment = state.Containment
 			if planned.URLs == nil {
 				plan.URLs = state.URLs
@@ -472,8 +477,12 @@ func stringMap(m map[string]string, diags *diag.Diagnostics) types.Map {
 }
 
 func (r *previewEnvironmentResource) placementValue(pd *providerData, d decision, diags *diag.Diagnostics) types.Object {
+	return r.placementValueAs(pd.edition.Name, d, diags)
+}
+
+func (r *previewEnvironmentResource) placementValueAs(edition string, d decision, diags *diag.Diagnostics) types.Object {
 	obj, dd := types.ObjectValue(envPlacementAttrTypes, map[string]attr.Value{
-		"edition":   types.StringValue(pd.edition.Name),
+		"edition":   types.StringValue(edition),
 		"domain":    types.StringValue(d.placement.Domain),
 		"residency": types.StringValue(d.residency.Verdict),
 	})
