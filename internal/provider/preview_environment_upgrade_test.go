@@ -1,0 +1,143 @@
+package provider
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+)
+
+const upgradeManifest = "name: shop-pr\nruntime: {provider: kubernetes}\nservices: {web: {image: x, port: 8080, web: true}}\n"
+
+// TestUpgradeIDV0: version 0 IDs move to the two-part key, taken from what
+// the state recorded apart (manifest and name), never split by guessing.
+func TestUpgradeIDV0(t *testing.T) {
+	cases := []struct {
+		name          string
+		in            map[string]any
+		id, ns, env   string
+		notUpgradable bool
+	}{
+		{name: "kubernetes", in: map[string]any{"id": "eu-prod/af-shop-pr-1", "runtime": "kubernetes", "manifest": upgradeManifest, "name": "1", "namespace": "af-shop-pr-1"},
+			id: "eu-prod/shop-pr/1", ns: "af-shop-pr-1", env: "1"},
+		{name: "kubernetes, context with slashes", in: map[string]any{"id": "arn:aws:eks:eu-west-1:1:cluster/x/af-shop-pr-1", "runtime": "kubernetes", "manifest": upgradeManifest, "name": "1", "namespace": "af-shop-pr-1"},
+			id: "arn:aws:eks:eu-west-1:1:cluster/x/shop-pr/1", ns: "af-shop-pr-1", env: "1"},
+		{name: "local", in: map[string]any{"id": "shop-pr-1", "runtime": "local", "manifest": "name: shop\nruntime: {provider: local}\n", "name": "pr-1", "namespace": "shop-pr-1"},
+			id: "shop/pr-1", ns: "shop/pr-1", env: "pr-1"},
+		{name: "imported by version 0, one way to split", in: map[string]any{"id": "eu-prod/af-shop-dev", "runtime": "kubernetes", "namespace": "af-shop-dev"},
+			id: "eu-prod/shop/dev", ns: "af-shop-dev", env: "dev"},
+		{name: "imported by version 0 on local, one way to split", in: map[string]any{"id": "shop-dev"},
+			id: "shop/dev", ns: "shop/dev", env: "dev"},
+		{name: "imported by version 0, two ways to split", in: map[string]any{"id": "eu-prod/af-shop-pr-1", "runtime": "kubernetes", "namespace": "af-shop-pr-1"}, notUpgradable: true},
+		{name: "imported by version 0 on local, two ways to split", in: map[string]any{"id": "shop-pr-1", "runtime": "local"}, notUpgradable: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := upgradeIDV0(c.in)
+			if c.notUpgradable {
+				if code(err) != stateNotUpgradable {
+					t.Fatalf("err = %v, want %s", err, stateNotUpgradable)
+				}
+				return
+			}
+			if err != nil || c.in["id"] != c.id || c.in["namespace"] != c.ns || c.in["name"] != c.env {
+				t.Fatalf("got %v (%v), want id %s namespace %s name %s", c.in, err, c.id, c.ns, c.env)
+			}
+		})
+	}
+}
+
+// TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState, through
+// terraform: an environment recorded by version 0 (schema_version 0, id
+// "shop-pr-1", its state directory at the flat <base>/shop-pr-1) is read
+// through the upgrader as shop-pr/1, still found where it lives, planned
+// with no changes, and destroyed.
+func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TF_ACC_TEMP_DIR", tmp)
+	marker := testMarker()
+	rt := localTestRuntime(t)
+	config := localEnvironmentsConfig(t, `provider "antifailure" {}`, marker, []localEnv{{"b", "shop-pr", "1", "upgraded"}}, "")
+	const addr = "antifailure_preview_environment.b"
+	nested := rt.StateDir(runtime.Key{App: "shop-pr", Env: "1"})
+	legacy := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(nested))), "shop-pr-1")
+
+	toV0 := func() {
+		states, _ := filepath.Glob(filepath.Join(tmp, "*", "*", "terraform.tfstate"))
+		if len(states) == 0 {
+			states, _ = filepath.Glob(filepath.Join(tmp, "*", "terraform.tfstate"))
+		}
+		if len(states) != 1 {
+			t.Fatalf("want one state file under %s, found %v", tmp, states)
+		}
+		b, err := os.ReadFile(states[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st map[string]any
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatal(err)
+		}
+		inst := st["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
+		inst["schema_version"] = 0
+		attrs := inst["attributes"].(map[string]any)
+		attrs["id"], attrs["namespace"] = "shop-pr-1", "shop-pr-1"
+		if b, err = json.Marshal(st); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(states[0], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Where version 0 kept it. The supervisor works relative to its
+		// directory, so it keeps running across the rename.
+		if err := os.Rename(nested, legacy); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: localTestProviders(rt),
+		CheckDestroy: func(*terraform.State) error {
+			for _, d := range []string{nested, legacy} {
+				if _, err := os.Stat(d); !os.IsNotExist(err) {
+					return fmt.Errorf("%s still exists (%v)", d, err)
+				}
+			}
+			if pids := servicePids(marker); len(pids) > 0 {
+				return fmt.Errorf("services still run: %v", pids)
+			}
+			return nil
+		},
+		Steps: []resource.TestStep{
+			{Config: config, Check: resource.TestCheckResourceAttr(addr, "id", "shop-pr/1")},
+			{
+				PreConfig: toV0,
+				Config:    config,
+				PlanOnly:  true, // empty: upgraded, refreshed, nothing to change
+			},
+			{
+				Config: config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "id", "shop-pr/1"),
+					resource.TestCheckResourceAttr(addr, "namespace", "shop-pr/1"),
+					resource.TestCheckResourceAttr(addr, "services.web.running", "true"),
+					servesGreeting(addr, "upgraded"),
+				),
+			},
+		},
+	})
+}
+
+func code(err error) refusal.Code {
+	if rs := refusal.All(err); err != nil && len(rs) > 0 {
+		return rs[0].Code
+	}
+	return ""
+}
