@@ -6,12 +6,14 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/license"
@@ -46,7 +48,9 @@ resource "antifailure_preview_environment" %q {
 // tfshop-k + env 1 (one namespace, af-tfshop-k-1, in earlier releases) are
 // two environments in two namespaces, each labelled with its pair, both
 // namespaces and URLs known at plan; an import block and terraform import
-// are each followed by an empty plan; destroying one leaves the other.
+// are each followed by an empty plan; a namespace under a pair's name that
+// is labelled for another pair is refused at import and left alone;
+// destroying one environment leaves the other.
 func TestAccPreviewEnvironment_kubernetes_keysAndImport_KubeletStandIn(t *testing.T) {
 	te, _ := kubeTestenv(t)
 	eu := te.Client(t, testenv.EU)
@@ -132,7 +136,36 @@ removed {
 				Config:   both,
 				PlanOnly: true,
 			},
+			{ // A namespace under tfshop/k-9's name labelled for another
+				// pair: the import is refused and the namespace left alone.
+				PreConfig: func() {
+					forged := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "af-tfshop-k-9", Labels: map[string]string{
+						kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: "tfshop-k", kube.LabelEnv: "9"}}}
+					if _, err := eu.CoreV1().Namespaces().Create(context.Background(), forged, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:        kubeEnvironmentsConfig(te.Kubeconfig, [][3]string{a, b, {"c", "tfshop", "k-9"}}, ""),
+				ResourceName:  "antifailure_preview_environment.c",
+				ImportState:   true,
+				ImportStateId: "eu-prod/tfshop/k-9",
+				ExpectError:   regexp.MustCompile(`AF-K8S-010 Namespace af-tfshop-k-9 on context eu-prod belongs to app\s+"tfshop-k" environment "9", not to tfshop/k-9`),
+			},
 			{ // Destroying tfshop-k/1 leaves tfshop/k-1.
+				PreConfig: func() {
+					ctx := context.Background()
+					got, err := eu.CoreV1().Namespaces().Get(ctx, "af-tfshop-k-9", metav1.GetOptions{})
+					if err != nil || got.DeletionTimestamp != nil {
+						t.Fatalf("the refused import touched the other pair's namespace: %v", err)
+					}
+					_ = eu.CoreV1().Namespaces().Delete(ctx, "af-tfshop-k-9", metav1.DeleteOptions{})
+					for i := 0; i < 600; i++ {
+						if _, err := eu.CoreV1().Namespaces().Get(ctx, "af-tfshop-k-9", metav1.GetOptions{}); err != nil {
+							break
+						}
+						time.Sleep(50 * time.Millisecond)
+					}
+				},
 				Config: kubeEnvironmentsConfig(te.Kubeconfig, [][3]string{a}, ""),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectResourceAction(addrB, plancheck.ResourceActionDestroy),
