@@ -83,12 +83,12 @@ func servesGreeting(addr, greeting string) resource.TestCheckFunc {
 	}
 }
 
-// killEnvironment kills an environment's supervisor and namespace helper
-// with SIGKILL, as a crash or an OOM kill would, and waits until both are
-// gone.
-func killEnvironment(t *testing.T, dir string) {
+// killEnvironment kills the processes of an environment whose pid files
+// are named (supervisor.json, helper.json) with SIGKILL, as a crash or an
+// OOM kill would, and waits until they are gone.
+func killEnvironment(t *testing.T, dir string, pidFiles ...string) {
 	t.Helper()
-	for _, f := range []string{"supervisor.json", "helper.json"} {
+	for _, f := range pidFiles {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func killEnvironment(t *testing.T, dir string) {
 // and state directories; an import block and terraform import of one are
 // each followed by an empty plan; killing its supervisor and helper is
 // drift that apply repairs (exit 0, containment re-proven, the next plan
-// empty); destroying the other leaves it serving; and a directory under a
+// empty), and so is killing the helper alone; destroying the other leaves it serving; and a directory under a
 // pair's name that another pair's files claim is refused at import.
 func TestAccPreviewEnvironment_local_keysImportAndCrash(t *testing.T) {
 	marker := testMarker()
@@ -205,7 +205,7 @@ removed {
 				PlanOnly: true,
 			},
 			{ // The supervisor and its helper die: drift...
-				PreConfig:          func() { killEnvironment(t, dirA) },
+				PreConfig:          func() { killEnvironment(t, dirA, "supervisor.json", "helper.json") },
 				Config:             both,
 				PlanOnly:           true,
 				ExpectNonEmptyPlan: true,
@@ -223,6 +223,23 @@ removed {
 					resource.TestCheckResourceAttr(addrA, "services.web.running", "true"),
 					resource.TestCheckResourceAttr(addrA, "containment.verdict", "contained"),
 					servesGreeting(addrA, a.greeting), servesGreeting(addrB, b.greeting),
+				),
+			},
+			{ // The helper alone dies (the supervisor lives on): the same.
+				PreConfig:          func() { killEnvironment(t, dirA, "helper.json") },
+				Config:             both,
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				Config: both,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addrA, plancheck.ResourceActionUpdate),
+					plancheck.ExpectUnknownValue(addrA, tfjsonpath.New("containment")),
+				}},
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addrA, "containment.verdict", "contained"),
+					servesGreeting(addrA, a.greeting),
 				),
 			},
 			{ // Destroying shop-pr/1 leaves shop/pr-1 running.

@@ -58,7 +58,8 @@ func TestUpgradeIDV0(t *testing.T) {
 // terraform: an environment recorded by version 0 (schema_version 0, id
 // "shop-pr-1", its state directory at the flat <base>/shop-pr-1) is read
 // through the upgrader as shop-pr/1, still found where it lives, planned
-// with no changes, and destroyed.
+// with no changes; restored after a crash into this release's layout; and
+// destroyed.
 func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TF_ACC_TEMP_DIR", tmp)
@@ -129,6 +130,25 @@ func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) 
 					resource.TestCheckResourceAttr(addr, "namespace", "shop-pr/1"),
 					resource.TestCheckResourceAttr(addr, "services.web.running", "true"),
 					servesGreeting(addr, "upgraded"),
+				),
+			},
+			{ // Its supervisor dies: apply starts it afresh, now where this
+				// release keeps environments, and nothing is left at the old
+				// place.
+				PreConfig: func() { killEnvironment(t, legacy, "supervisor.json", "helper.json") },
+				Config:    config,
+				Check: resource.ComposeAggregateTestCheckFunc(
+					resource.TestCheckResourceAttr(addr, "services.web.running", "true"),
+					servesGreeting(addr, "upgraded"),
+					func(*terraform.State) error {
+						if _, err := os.Stat(filepath.Join(nested, "state.json")); err != nil {
+							return fmt.Errorf("not restarted in %s: %v", nested, err)
+						}
+						if _, err := os.Stat(legacy); !os.IsNotExist(err) {
+							return fmt.Errorf("%s still exists (%v)", legacy, err)
+						}
+						return nil
+					},
 				),
 			},
 		},
