@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"strings"
+
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
@@ -19,8 +21,11 @@ import (
 // provider's license attribute, which is not an attribute of the resource or
 // data source at hand, so they are rendered without one.
 func addLicenseRefusal(diags *diag.Diagnostics, err error) {
+	const note = "The license is the provider's license attribute (or AF_LICENSE). Refresh and destroy of existing environments still work."
 	for _, r := range refusal.All(err) {
-		diags.AddError(r.Title(), r.Body()+"\n\nThe license is the provider's license attribute (or AF_LICENSE). Refresh and destroy of existing environments still work.")
+		rr := *r
+		rr.Detail = strings.TrimSpace(rr.Detail + "\n\n" + note)
+		diags.AddError(rr.Title(), rr.Body())
 	}
 }
 

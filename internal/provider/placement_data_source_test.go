@@ -177,7 +177,7 @@ runtime:
 	})
 }
 
-func TestAccLicense_refusedTokensNameTheCheckOnTheLicenseAttribute(t *testing.T) {
+func TestAccLicense_refusedTokensNameTheCheck(t *testing.T) {
 	expired := license.Sign(testLicenseKey, license.Claims{KeyID: "test", Organization: "acme",
 		NotBefore: testNow.Add(-48 * 3600e9), Expiry: testNow.Add(-3600e9)})
 	for name, c := range map[string]struct {
