@@ -101,7 +101,8 @@ func (p *antifailureProvider) Schema(_ context.Context, _ provider.SchemaRequest
 				Sensitive: true,
 				MarkdownDescription: "Enterprise license token. Falls back to the `" + envLicense + "` environment variable. " +
 					"Unset: the community edition. The token is verified offline against keys built into the provider and is never written to state or logs; " +
-					"a tampered, expired, not-yet-valid or unknown-key token is refused with an `AF-LIC-…` code that says which.",
+					"a tampered, expired, not-yet-valid or unknown-key token is refused with an `AF-LIC-…` code that says which, when creating an environment " +
+					"or placing one that needs an enterprise feature; it never blocks refresh or destroy of environments that exist (the provider then acts as the community edition).",
 			},
 			"policy": schema.SingleNestedAttribute{
 				Optional: true,
