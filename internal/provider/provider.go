@@ -252,5 +252,8 @@ func (p *antifailureProvider) DataSources(context.Context) []func() datasource.D
 }
 
 func (p *antifailureProvider) Functions(context.Context) []func() function.Function {
-	return []func() function.Function{}
+	return []func() function.Function{
+		newDNSFirewallFindingsFunction,
+		newManifestDecodeFunction,
+	}
 }
