@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/ecs"
@@ -70,7 +71,7 @@ func (d *ecsEgressReportDataSource) Schema(_ context.Context, _ datasource.Schem
 			"`AF_ECS_SUBNET_IDS` and `AF_ECS_SUBNET_CIDRS` (comma separated, in matching order); with none set the report is computed for a " +
 			"placeholder network and `network_described` is false. `AF_ECS_PROBE_IMAGE` (`probe_image`) adds the containment probe container.",
 		Attributes: map[string]schema.Attribute{
-			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription + " Its egress catalogue generates the DNS Firewall rules."},
+			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription + " Its egress catalogue generates the DNS Firewall rules.", Validators: []validator.String{manifestValidator()}},
 			"region":   schema.StringAttribute{Optional: true, MarkdownDescription: networkAttributeDescription("AWS region of the network, e.g. `eu-west-1`.", ecs.EnvRegion, "")},
 			"cluster":  schema.StringAttribute{Optional: true, MarkdownDescription: networkAttributeDescription("ECS cluster name or ARN.", ecs.EnvCluster, "")},
 			"vpc_id":   schema.StringAttribute{Optional: true, MarkdownDescription: networkAttributeDescription("VPC id (`vpc-…`).", ecs.EnvVPCID, "")},

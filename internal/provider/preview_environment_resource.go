@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -106,12 +105,12 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 				Computed:            true,
 				MarkdownDescription: "The environment's ID, also its import ID: `<kubeconfig_context>/<namespace>` on `kubernetes`, `<app>-<name>` on `local`.",
 			},
-			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription},
+			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription, Validators: []validator.String{manifestValidator()}},
 			"name": schema.StringAttribute{
 				Required: true,
 				MarkdownDescription: "The environment's name, a DNS label (for example `pr-42`). It becomes part of the namespace and the URLs; " +
 					"changing it replaces the environment.",
-				Validators:    []validator.String{stringvalidator.RegexMatches(manifest.DNSLabel, "must be a DNS label: lower-case letters, digits and hyphens, 1-63 characters, starting and ending with a letter or digit")},
+				Validators:    []validator.String{refusingString("a DNS label", checkEnvName)},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"images": schema.MapAttribute{

@@ -3,6 +3,8 @@ package provider
 import (
 	"context"
 
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
@@ -54,4 +56,35 @@ func optionalManifestValidator() validator.String {
 		_, err := manifest.Parse([]byte(content))
 		return err
 	})
+}
+
+// refusingStringsValidator is refusingString for every element of a list of
+// strings, each refusal attached to its element.
+type refusingStringsValidator struct{ check func(string) error }
+
+func refusingStrings(check func(string) error) validator.List {
+	return refusingStringsValidator{check: check}
+}
+
+func (v refusingStringsValidator) Description(context.Context) string {
+	return "every element valid"
+}
+
+func (v refusingStringsValidator) MarkdownDescription(ctx context.Context) string {
+	return v.Description(ctx)
+}
+
+func (v refusingStringsValidator) ValidateList(_ context.Context, req validator.ListRequest, resp *validator.ListResponse) {
+	if req.ConfigValue.IsNull() || req.ConfigValue.IsUnknown() {
+		return
+	}
+	for i, e := range req.ConfigValue.Elements() {
+		s, ok := e.(types.String)
+		if !ok || s.IsNull() || s.IsUnknown() {
+			continue
+		}
+		if err := v.check(s.ValueString()); err != nil {
+			addRefusals(&resp.Diagnostics, err, req.Path.AtListIndex(i))
+		}
+	}
 }
