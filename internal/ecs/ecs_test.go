@@ -48,9 +48,19 @@ func parse(t testing.TB, content string) *manifest.Manifest {
 	return m
 }
 
-func described() Network {
+// clusterARN is a cluster in account 123456789012: the account the
+// endpoint policies are pinned to.
+const clusterARN = "arn:aws:ecs:eu-west-1:123456789012:cluster/previews"
+
+// described is a described network whose cluster ARN gives the account.
+func described() Network { return describedWith(clusterARN) }
+
+// describedNoAccount names the cluster by name: the account is unknown.
+func describedNoAccount() Network { return describedWith("previews") }
+
+func describedWith(cluster string) Network {
 	n, err := ResolveNetwork(NetworkSettings{
-		Region: "eu-west-1", Cluster: "previews", VPCID: "vpc-0abc1234def567890", VPCCIDR: "10.20.0.0/16",
+		Region: "eu-west-1", Cluster: cluster, VPCID: "vpc-0abc1234def567890", VPCCIDR: "10.20.0.0/16",
 		SubnetIDs:   []string{"subnet-0aaa1111bbb222333", "subnet-0ccc4444ddd555666"},
 		SubnetCIDRs: []string{"10.20.1.0/24", "10.20.2.0/24"},
 	}, noEnv)
@@ -83,9 +93,30 @@ func verdicts(ps []PathVerdict) map[string]PathVerdict {
 	return out
 }
 
+func withAccount(n Network, account string) Network {
+	n.Account, n.AccountFrom = account, EnvAccountID
+	return n
+}
+
 func TestReportSplit(t *testing.T) {
-	for name, net := range map[string]Network{"placeholder": PlaceholderNetwork(), "described": described()} {
-		t.Run(name, func(t *testing.T) {
+	endpointsUnproven := map[string][2]string{
+		PathInterfaceEndpoints: {"unproven", "none"},
+		PathS3Gateway:          {"unproven", "none"},
+	}
+	for _, c := range []struct {
+		name    string
+		net     Network
+		counts  [3]int
+		special map[string][2]string
+	}{
+		{"described, cluster ARN", described(), [3]int{10, 1, 2}, nil},
+		{"described, account from AF_ECS_ACCOUNT_ID", withAccount(describedNoAccount(), "123456789012"), [3]int{10, 1, 2}, nil},
+		{"described, no account", describedNoAccount(), [3]int{8, 1, 4}, endpointsUnproven},
+		{"placeholder, no account", PlaceholderNetwork(), [3]int{8, 1, 4}, endpointsUnproven},
+		{"placeholder with an account", withAccount(PlaceholderNetwork(), "123456789012"), [3]int{10, 1, 2}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			net := c.net
 			r, err := NewReport(parse(t, shopManifest), net, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -93,14 +124,15 @@ func TestReportSplit(t *testing.T) {
 			if r.Answer != "refused" || len(r.Paths) != 13 {
 				t.Fatalf("answer %q, %d paths", r.Answer, len(r.Paths))
 			}
-			if r.Closed != 10 || r.Open != 1 || r.Unproven != 2 || r.ClosedComputed != 10 || r.ClosedRecorded != 0 {
-				t.Fatalf("counts %s", r.Counts())
+			if got := [3]int{r.Closed, r.Open, r.Unproven}; got != c.counts || r.ClosedComputed != c.counts[0] || r.ClosedRecorded != 0 {
+				t.Fatalf("counts %s, want %v", r.Counts(), c.counts)
 			}
 			want := map[string][2]string{
 				PathTaskMetadata:     {"open", "documented"},
-				PathInstanceMetadata: {"unproven", "documented"},
-				PathTimeSync:         {"unproven", "documented"},
+				PathInstanceMetadata: {"unproven", "none"},
+				PathTimeSync:         {"unproven", "none"},
 			}
+			maps.Copy(want, c.special)
 			for i, p := range r.Paths {
 				if p.ID != PathIDs()[i] {
 					t.Errorf("path %d is %s, want %s", i, p.ID, PathIDs()[i])
@@ -124,11 +156,37 @@ func TestReportSplit(t *testing.T) {
 					t.Errorf("%s: empty detail or description", p.ID)
 				}
 			}
+			// Each endpoint path cites the AWS pages its statements were checked against.
+			v := verdicts(r.Paths)
+			for id, pages := range map[string][]Reference{
+				PathInterfaceEndpoints: {RefECREndpoints, RefECRActions, RefLogsEndpoint, RefPrincipalArn},
+				PathS3Gateway:          {RefECREndpoints, RefS3Gateway, RefResourceAccount},
+			} {
+				for _, page := range pages {
+					if !strings.Contains(v[id].Detail, page.URL) {
+						t.Errorf("%s detail does not cite %s: %s", id, page.URL, v[id].Detail)
+					}
+				}
+			}
+			for _, id := range []string{PathInstanceMetadata, PathTimeSync} {
+				if c := v[id].Citation; c == nil || !strings.Contains(v[id].Detail, c.URL) {
+					t.Errorf("%s does not cite what AWS states: %s", id, v[id].Detail)
+				}
+			}
 			if r.NetworkDescribed != net.Described {
 				t.Errorf("network_described %v", r.NetworkDescribed)
 			}
-			if !strings.Contains(r.Summary, "10 closed") || !strings.Contains(r.Summary, "1 open (task-metadata)") ||
-				!strings.Contains(r.Summary, "2 unproven (instance-metadata, time-sync)") {
+			if net.Described != (r.PlanJSON != "") || net.Described != (r.VPCEndpointPolicies != nil) {
+				t.Errorf("described %v but plan_json %d bytes, %d policies", net.Described, len(r.PlanJSON), len(r.VPCEndpointPolicies))
+			}
+			if !strings.Contains(r.Summary, fmt.Sprintf("%d closed", c.counts[0])) || !strings.Contains(r.Summary, "1 open (task-metadata)") {
+				t.Errorf("summary %q", r.Summary)
+			}
+			names := strings.Contains(r.Summary, EnvAccountID) && strings.Contains(r.Summary, "interface-endpoints and s3-gateway stay unproven")
+			if names != (c.special != nil) {
+				t.Errorf("summary names the account variable: %v, want %v: %q", names, c.special != nil, r.Summary)
+			}
+			if c.special == nil && !strings.Contains(r.Summary, "2 unproven (instance-metadata, time-sync)") {
 				t.Errorf("summary %q", r.Summary)
 			}
 		})
@@ -221,6 +279,9 @@ func (d doc) editPolicy(t *testing.T, short string, edit func(p map[string]any))
 
 func route(fields map[string]any) map[string]any { return fields }
 
+// stmt is statement i of a decoded policy.
+func stmt(p map[string]any, i int) map[string]any { return p["Statement"].([]any)[i].(map[string]any) }
+
 // TestEachClosedPathFlips mutates the generated document once per closure
 // and requires exactly the matching path to turn open, evidence computed.
 func TestEachClosedPathFlips(t *testing.T) {
@@ -298,6 +359,66 @@ func TestEachClosedPathFlips(t *testing.T) {
 				}
 			}
 		}, "has no policy"},
+		{"a policy variable for the repository's account", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "ecr.dkr", func(p map[string]any) {
+				stmt(p, 1)["Resource"] = "arn:aws:ecr:eu-west-1:${aws:PrincipalAccount}:repository/antifailure/shop"
+			})
+		}, "policy variable in a Resource"},
+		{"logs policy naming another account", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "logs", func(p map[string]any) {
+				stmt(p, 0)["Resource"] = "arn:aws:logs:eu-west-1:999999999999:log-group:/antifailure/shop"
+			})
+		}, "in account 999999999999, not the environment's 123456789012"},
+		{"pull not pinned to the execution role", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "ecr.api", func(p map[string]any) { delete(stmt(p, 1), "Condition") })
+		}, "does not pin the caller"},
+		{"token not pinned to the execution role", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "ecr.dkr", func(p map[string]any) { delete(stmt(p, 0), "Condition") })
+		}, "does not pin the caller"},
+		{"caller pinned to any role", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "logs", func(p map[string]any) {
+				stmt(p, 1)["Condition"] = map[string]any{"ArnLike": map[string]any{"aws:PrincipalArn": "arn:aws:iam::123456789012:role/*"}}
+			})
+		}, "does not pin the caller"},
+		{"caller pinned to another account's role", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "logs", func(p map[string]any) {
+				stmt(p, 1)["Condition"] = map[string]any{"ArnEquals": map[string]any{"aws:PrincipalArn": "arn:aws:iam::999999999999:role/antifailure-shop-execution"}}
+			})
+		}, "pins aws:PrincipalArn to arn:aws:iam::999999999999"},
+		{"another action on * beside the token", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.editPolicy(t, "ecr.api", func(p map[string]any) {
+				stmt(p, 0)["Action"] = []any{"ecr:GetAuthorizationToken", "ecr:PutImage"}
+			})
+		}, "which is every resource"},
+		{"execution role not created", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			delete(d.obj(t, "IAM"), "CreateRole")
+		}, "creates no execution role"},
+		{"execution role created after the endpoints", PathInterfaceEndpoints, func(t *testing.T, d doc) {
+			d.obj(t)["ApplyOrder"] = []any{"S3", "ECR", "Logs", "EC2", "IAM", "Route53Resolver", "ECS"}
+		}, "execution role is not created before"},
+		{"layer bucket writable", PathS3Gateway, func(t *testing.T, d doc) {
+			d.editPolicy(t, "s3", func(p map[string]any) { stmt(p, 0)["Action"] = []any{"s3:GetObject", "s3:PutObject"} })
+		}, "s3:GetObject only"},
+		{"own bucket without an owner condition", PathS3Gateway, func(t *testing.T, d doc) {
+			d.editPolicy(t, "s3", func(p map[string]any) { delete(stmt(p, 2), "Condition") })
+		}, "without a StringEquals s3:ResourceAccount"},
+		{"own bucket owned by another account", PathS3Gateway, func(t *testing.T, d doc) {
+			d.editPolicy(t, "s3", func(p map[string]any) {
+				stmt(p, 1)["Condition"] = map[string]any{"StringEquals": map[string]any{"s3:ResourceAccount": "999999999999"}}
+			})
+		}, "pins s3:ResourceAccount to 999999999999"},
+		{"another bucket", PathS3Gateway, func(t *testing.T, d doc) {
+			d.editPolicy(t, "s3", func(p map[string]any) { stmt(p, 2)["Resource"] = "arn:aws:s3:::someone-elses-bucket/*" })
+		}, "someone-elses-bucket/*, which is not this environment's own"},
+		{"a policy variable in a bucket name", PathS3Gateway, func(t *testing.T, d doc) {
+			d.editPolicy(t, "s3", func(p map[string]any) { stmt(p, 2)["Resource"] = "arn:aws:s3:::antifailure-${aws:PrincipalAccount}/*" })
+		}, "policy variable in a Resource"},
+		{"bucket not created", PathS3Gateway, func(t *testing.T, d doc) {
+			delete(d.obj(t, "S3"), "CreateBucket")
+		}, "which the document does not create"},
+		{"bucket created after the endpoint", PathS3Gateway, func(t *testing.T, d doc) {
+			d.obj(t)["ApplyOrder"] = []any{"IAM", "ECR", "Logs", "EC2", "S3", "Route53Resolver", "ECS"}
+		}, "bucket is not created before"},
 		{"exec enabled", PathECSExec, func(t *testing.T, d doc) {
 			d.obj(t, "ECS", "CreateService")["enableExecuteCommand"] = true
 		}, "enableExecuteCommand is true"},
@@ -412,7 +533,7 @@ func TestRecordedAttempts(t *testing.T) {
 		detail   string
 		counts   [3]int
 	}{
-		{"none: nothing moves on absence of evidence", nil, PathInstanceMetadata, Unproven, Documented, "", "", [3]int{10, 1, 2}},
+		{"none: nothing moves on absence of evidence", nil, PathInstanceMetadata, Unproven, NoEvidence, "", "", [3]int{10, 1, 2}},
 		{"blocked closes an unproven path, graded recorded",
 			[]Attempt{{PathInstanceMetadata, "169.254.169.254:80", Blocked, at}}, PathInstanceMetadata, Closed, Recorded,
 			"recorded attempt: blocked 169.254.169.254:80 at 2025-03-01T12:00:00Z", "not by the configuration", [3]int{11, 1, 1}},
@@ -529,6 +650,20 @@ func TestResolveNetwork(t *testing.T) {
 			t.Errorf("sentence %q", s)
 		}
 	})
+	t.Run("the account", func(t *testing.T) {
+		n, err := ResolveNetwork(NetworkSettings{}, env(with(EnvCluster, "arn:aws:ecs:eu-west-1:123456789012:cluster/previews")))
+		if err != nil || n.Account != "123456789012" || n.Cluster != "arn:aws:ecs:eu-west-1:123456789012:cluster/previews" || !strings.Contains(n.Sentence(), "Account 123456789012 (from AF_ECS_CLUSTER") {
+			t.Fatalf("from the cluster ARN: %+v %v", n, err)
+		}
+		n, err = ResolveNetwork(NetworkSettings{}, env(with(EnvAccountID, "210987654321")))
+		if err != nil || n.Account != "210987654321" || n.AccountFrom != "AF_ECS_ACCOUNT_ID (from the environment)" {
+			t.Fatalf("from AF_ECS_ACCOUNT_ID: %+v %v", n, err)
+		}
+		n, err = ResolveNetwork(NetworkSettings{}, env(full))
+		if err != nil || n.Account != "" || !strings.Contains(n.Sentence(), "The account is unknown (set AF_ECS_ACCOUNT_ID") {
+			t.Fatalf("a cluster name carries no account: %+v %v", n, err)
+		}
+	})
 	t.Run("explicit wins", func(t *testing.T) {
 		n, err := ResolveNetwork(NetworkSettings{Region: "eu-central-1", SubnetIDs: []string{"subnet-0eee7777fff888999"}, SubnetCIDRs: []string{"10.20.9.0/24"}}, env(full))
 		if err != nil {
@@ -561,6 +696,11 @@ func TestResolveNetwork(t *testing.T) {
 		{"bad attribute named as attribute", NetworkSettings{VPCCIDR: "ten"}, full, NetworkBadValue, AttrVPCCIDR, "AF_ECS_VPC_CIDR (attribute vpc_cidr)"},
 		{"partly set", NetworkSettings{}, map[string]string{EnvRegion: "eu-west-1", EnvVPCID: "vpc-0abc1234def567890"}, NetworkIncomplete, AttrRegion, "AF_ECS_CLUSTER (cluster), AF_ECS_VPC_CIDR (vpc_cidr), AF_ECS_SUBNET_IDS (subnet_ids), AF_ECS_SUBNET_CIDRS (subnet_cidrs) are not set, while AF_ECS_REGION, AF_ECS_VPC_ID are"},
 		{"bad probe image", NetworkSettings{ProbeImage: "probe image"}, nil, NetworkBadValue, AttrProbeImage, "not an image reference"},
+		{"bad account id", NetworkSettings{AccountID: "12345"}, full, NetworkBadValue, AttrAccountID, `AF_ECS_ACCOUNT_ID (attribute account_id) "12345" is not an AWS account id`},
+		{"account and cluster ARN disagree", NetworkSettings{AccountID: "210987654321"}, with(EnvCluster, "arn:aws:ecs:eu-west-1:123456789012:cluster/previews"),
+			AccountMismatch, AttrAccountID, "AF_ECS_ACCOUNT_ID (attribute account_id) is 210987654321, but AF_ECS_CLUSTER (from the environment)"},
+		{"ARN of something else", NetworkSettings{}, with(EnvCluster, "arn:aws:ecs:eu-west-1:123456789012:service/previews/web"), NetworkBadValue, AttrCluster, "not an ECS cluster ARN"},
+		{"cluster ARN without an account", NetworkSettings{}, with(EnvCluster, "arn:aws:ecs:eu-west-1::cluster/previews"), NetworkBadValue, AttrCluster, "not an AWS account id"},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
@@ -611,7 +751,7 @@ func TestPlanDocument(t *testing.T) {
 	}
 
 	// The network changes the report, not the answer.
-	other := planDoc(t, PlaceholderNetwork())
+	other := planDoc(t, withAccount(PlaceholderNetwork(), "210987654321"))
 	if bytes.Equal(other, d1) {
 		t.Fatal("the network does not reach the plan")
 	}
@@ -653,6 +793,9 @@ func TestProbeContainer(t *testing.T) {
 	}
 }
 
+// Done when: with a described network and a cluster ARN in 123456789012,
+// every repository, log group and own-bucket statement names 123456789012,
+// and no Resource holds a policy variable.
 func TestEndpointPolicies(t *testing.T) {
 	r, err := NewReport(parse(t, shopManifest), described(), nil)
 	if err != nil {
@@ -661,20 +804,80 @@ func TestEndpointPolicies(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(r.VPCEndpointPolicies)); !reflect.DeepEqual(got, []string{"ecr.api", "ecr.dkr", "logs", "s3"}) {
 		t.Fatalf("services %v", got)
 	}
-	for svc, want := range map[string][]string{
-		"ecr.dkr": {"arn:aws:ecr:eu-west-1:${aws:PrincipalAccount}:repository/antifailure/shop", "ecr:GetAuthorizationToken"},
-		"logs":    {"arn:aws:logs:eu-west-1:${aws:PrincipalAccount}:log-group:/antifailure/shop"},
-		"s3":      {"arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/*", "arn:aws:s3:::antifailure-shop-0abc1234def567890/*"},
-	} {
-		for _, w := range want {
-			if !strings.Contains(r.VPCEndpointPolicies[svc], w) {
-				t.Errorf("%s policy lacks %s: %s", svc, w, r.VPCEndpointPolicies[svc])
-			}
-		}
+	role := "arn:aws:iam::123456789012:role/antifailure-shop-execution"
+	want := map[string][]string{
+		"ecr.dkr": {"*", "arn:aws:ecr:eu-west-1:123456789012:repository/antifailure/shop"},
+		"logs":    {"arn:aws:logs:eu-west-1:123456789012:log-group:/antifailure/shop", "arn:aws:logs:eu-west-1:123456789012:log-group:/antifailure/shop:*"},
+		"s3":      {"arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/*", "arn:aws:s3:::antifailure-shop-0abc1234def567890", "arn:aws:s3:::antifailure-shop-0abc1234def567890/*"},
+	}
+	want["ecr.api"] = want["ecr.dkr"]
+	statements := 0
+	for svc, resources := range want {
 		var pd PolicyDocument
 		if err := json.Unmarshal([]byte(r.VPCEndpointPolicies[svc]), &pd); err != nil || pd.Version != "2012-10-17" {
-			t.Errorf("%s policy: %v", svc, err)
+			t.Fatalf("%s policy: %v", svc, err)
 		}
+		var got []string
+		for _, st := range pd.Statement {
+			statements++
+			if len(st.Resource) != 1 {
+				t.Errorf("%s %s names %d resources; one statement per resource", svc, st.Sid, len(st.Resource))
+			}
+			r := st.Resource[0]
+			got = append(got, r)
+			if strings.Contains(r, "${") {
+				t.Errorf("%s %s: a policy variable in Resource %s", svc, st.Sid, r)
+			}
+			pin, _ := conditionValues(st, KeyPrincipalArn, "ArnEquals")
+			owner, _ := conditionValues(st, KeyResourceAccount, "StringEquals")
+			switch {
+			case svc != "s3":
+				if !reflect.DeepEqual(pin, []string{role}) {
+					t.Errorf("%s %s: caller pinned to %v, want the execution role", svc, st.Sid, pin)
+				}
+			case strings.Contains(r, "starport-layer-bucket"):
+				if st.Condition != nil || !reflect.DeepEqual([]string(st.Action), []string{"s3:GetObject"}) {
+					t.Errorf("layer bucket statement is not AWS's minimal one: %+v", st)
+				}
+			default:
+				if !reflect.DeepEqual(owner, []string{"123456789012"}) {
+					t.Errorf("%s %s: bucket owner %v", svc, st.Sid, owner)
+				}
+			}
+			if r == "*" && !reflect.DeepEqual([]string(st.Action), []string{actionToken}) {
+				t.Errorf("%s: \"*\" for %v", svc, st.Action)
+			}
+		}
+		if !reflect.DeepEqual(got, resources) {
+			t.Errorf("%s resources %v, want %v", svc, got, resources)
+		}
+	}
+	if statements != 9 {
+		t.Errorf("%d statements", statements)
+	}
+
+	// The plan creates what the policies name, before them.
+	p, err := BuildPlan(parse(t, shopManifest), described())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.IAM.CreateRole.RoleName != "antifailure-shop-execution" || *p.ECS.RegisterTaskDefinition.ExecutionRoleArn != role {
+		t.Errorf("role %s, task definition names %s", *p.IAM.CreateRole.RoleName, *p.ECS.RegisterTaskDefinition.ExecutionRoleArn)
+	}
+	if *p.S3.CreateBucket.Bucket != p.S3.Bucket || *p.S3.PutPublicAccessBlock.ExpectedBucketOwner != "123456789012" ||
+		string(p.S3.CreateBucket.CreateBucketConfiguration.LocationConstraint) != "eu-west-1" {
+		t.Errorf("bucket %+v", p.S3)
+	}
+	if ec2 := slices.Index(p.ApplyOrder, StepEC2); slices.Index(p.ApplyOrder, StepIAM) > ec2 || slices.Index(p.ApplyOrder, StepS3) > ec2 {
+		t.Errorf("apply order %v", p.ApplyOrder)
+	}
+	if doc, _ := p.JSON(); strings.Contains(string(doc), "${aws:") || strings.Contains(string(doc), AccountPlaceholder) {
+		t.Errorf("the document holds a policy variable or the placeholder")
+	}
+	// No account: the placeholder, never a policy variable.
+	p, _ = BuildPlan(parse(t, shopManifest), describedNoAccount())
+	if doc, _ := p.JSON(); strings.Contains(string(doc), "${aws:") || !strings.Contains(string(doc), "arn:aws:iam::ACCOUNT_ID:role/") {
+		t.Errorf("without an account: %s", doc)
 	}
 }
 
@@ -709,7 +912,7 @@ func TestOwnFirewallGroupIsClean(t *testing.T) {
 
 func TestRefusal(t *testing.T) {
 	m := parse(t, shopManifest)
-	r := Refusal(m, PlaceholderNetwork())
+	r := Refusal(m, described(), nil)
 	if r.Code != RuntimeRefused || r.Attribute != "manifest" || r.Line != 3 {
 		t.Fatalf("%+v", r)
 	}
@@ -724,6 +927,8 @@ func TestRefusal(t *testing.T) {
 		"antifailure_ecs_egress_report",
 		"Setting them changes the report, not the answer",
 		"task-metadata          open     documented",
+		"instance-metadata      unproven none",
+		"vpc-0abc1234def567890", "Account 123456789012",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q:\n%s", want, body)
@@ -732,16 +937,62 @@ func TestRefusal(t *testing.T) {
 	if !strings.HasSuffix(body, "Nothing was created.") || !strings.HasPrefix(r.Title(), "AF-ECS-001 ") {
 		t.Errorf("title %q body %q", r.Title(), body)
 	}
-	if d := Refusal(m, described()); strings.Contains(d.Body(), "placeholder") || !strings.Contains(d.Body(), "vpc-0abc1234def567890") {
-		t.Errorf("described network: %s", d.Body())
+	p := Refusal(m, PlaceholderNetwork(), nil)
+	if !strings.Contains(p.Body(), "placeholder") || !strings.Contains(p.Summary, "8 are closed") ||
+		!strings.Contains(p.Body(), "interface-endpoints and s3-gateway stay unproven until the account is known: set AF_ECS_ACCOUNT_ID") {
+		t.Errorf("placeholder network: %s", p.Error())
+	}
+}
+
+// tableRows counts the path lines of a refusal's table.
+func tableRows(body string) int {
+	n := 0
+	for _, id := range PathIDs() {
+		if strings.Contains(body, "\n  "+id+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// Every ecs refusal carries the report: a bad variable is named, and the
+// thirteen paths are listed with what could be judged without it.
+func TestRefusalWithABadNetworkCarriesTheReport(t *testing.T) {
+	_, netErr := ResolveNetwork(NetworkSettings{}, func(k string) string {
+		return map[string]string{EnvRegion: "eu-west-1", EnvCluster: "previews", EnvVPCID: "vpc-0abc1234def567890", EnvVPCCIDR: "10.20.0.0/33",
+			EnvSubnetIDs: "subnet-0aaa1111bbb222333", EnvSubnetCIDRs: "10.20.1.0/24"}[k]
+	})
+	if netErr == nil {
+		t.Fatal("the bad CIDR was accepted")
+	}
+	r := Refusal(parse(t, shopManifest), Network{}, netErr)
+	if r.Code != RuntimeRefused || !strings.Contains(r.Summary, "AF-ECS-011 AF_ECS_VPC_CIDR (from the environment) \"10.20.0.0/33\" is not a CIDR block") {
+		t.Fatalf("%s", r.Error())
+	}
+	body := r.Body()
+	if n := tableRows(body); n != 13 {
+		t.Errorf("%d of 13 paths listed:\n%s", n, body)
+	}
+	for _, want := range []string{"2 closed", "1 open (task-metadata)", "10 unproven", "public-ip              unproven none",
+		"ecs-exec               closed   computed", "Next: Correct the variable", "Nothing was created."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "until the account is known") {
+		t.Errorf("a path not judged for the network is blamed on the account:\n%s", body)
 	}
 }
 
 func TestRefusalNamesUnrepresentableHost(t *testing.T) {
 	m := parse(t, "name: shop\nruntime:\n  provider: ecs\negress:\n  - host: _dmarc.example.com\n    mode: mock\n")
-	r := Refusal(m, PlaceholderNetwork())
-	if r.Code != RuntimeRefused || !strings.Contains(r.Body(), `"_dmarc.example.com"`) || !strings.Contains(r.Body(), "AF-DNS-001") {
+	r := Refusal(m, described(), nil)
+	if r.Code != RuntimeRefused || !strings.Contains(r.Summary, `"_dmarc.example.com"`) || !strings.Contains(r.Summary, "AF-DNS-001") {
 		t.Fatalf("%s", r.Error())
+	}
+	if body := r.Body(); tableRows(body) != 13 || !strings.Contains(body, "amazon-dns             unproven none") ||
+		!strings.Contains(body, "9 closed") || !strings.Contains(body, "public-ip              closed   computed") {
+		t.Errorf("%s", body)
 	}
 	_, err := NewReport(m, PlaceholderNetwork(), nil)
 	if list := refusal.All(err); len(list) != 1 || list[0].Code != dnsfirewall.HostUnrepresentable || list[0].Line != 5 {
