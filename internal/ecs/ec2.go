@@ -163,4 +163,3 @@ func ec2Inputs(app string, net Network, n names, subnetIDs []string) EC2Inputs {
 	})
 	return out
 }
-

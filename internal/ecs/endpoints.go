@@ -65,14 +65,14 @@ func refs(rs ...Reference) string {
 // expect is what the endpoint policies may name for the plan's own
 // environment.
 type expect struct {
-	short, name                       string
-	partition, region, account        string
-	accountKnown                      bool
-	repositoryARN, logGroupARN        string
-	bucket, bucketARN, layerObjects   string
-	role                              string // the execution role the plan creates; "" none
-	roleCreated, bucketCreated        bool
-	createdBeforeEndpoints            map[string]bool
+	short, name                     string
+	partition, region, account      string
+	accountKnown                    bool
+	repositoryARN, logGroupARN      string
+	bucket, bucketARN, layerObjects string
+	role                            string // the execution role the plan creates; "" none
+	roleCreated, bucketCreated      bool
+	createdBeforeEndpoints          map[string]bool
 }
 
 func (v *view) expect() expect {

@@ -1,7 +1,7 @@
 package ecs
 
 import (
-		"fmt"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
