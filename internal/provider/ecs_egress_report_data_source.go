@@ -22,17 +22,17 @@ type ecsEgressReportModel struct {
 	Manifest types.String `tfsdk:"manifest"`
 	// The same network attributes as the provider's ecs block.
 	ecsProviderModel
-	RecordedAttempts    types.String            `tfsdk:"recorded_attempts"`
-	Answer              types.String            `tfsdk:"answer"`
-	Summary             types.String            `tfsdk:"summary"`
-	Paths               []ecsPathModel          `tfsdk:"paths"`
-	Closed              types.Int64             `tfsdk:"closed"`
-	Open                types.Int64             `tfsdk:"open"`
-	Unproven            types.Int64             `tfsdk:"unproven"`
-	PlanJSON            types.String            `tfsdk:"plan_json"`
-	DNSFirewallRules    []dnsFirewallRuleModel  `tfsdk:"dns_firewall_rules"`
-	VPCEndpointPolicies types.Map               `tfsdk:"vpc_endpoint_policies"`
-	NetworkDescribed    types.Bool              `tfsdk:"network_described"`
+	RecordedAttempts    types.String           `tfsdk:"recorded_attempts"`
+	Answer              types.String           `tfsdk:"answer"`
+	Summary             types.String           `tfsdk:"summary"`
+	Paths               []ecsPathModel         `tfsdk:"paths"`
+	Closed              types.Int64            `tfsdk:"closed"`
+	Open                types.Int64            `tfsdk:"open"`
+	Unproven            types.Int64            `tfsdk:"unproven"`
+	PlanJSON            types.String           `tfsdk:"plan_json"`
+	DNSFirewallRules    []dnsFirewallRuleModel `tfsdk:"dns_firewall_rules"`
+	VPCEndpointPolicies types.Map              `tfsdk:"vpc_endpoint_policies"`
+	NetworkDescribed    types.Bool             `tfsdk:"network_described"`
 }
 
 type ecsPathModel struct {
