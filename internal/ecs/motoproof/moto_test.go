@@ -41,8 +41,8 @@ import (
 	ecssdk "github.com/aws/aws-sdk-go-v2/service/ecs"
 	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53resolver/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/dnsfirewall"
 	"github.com/antifailure/terraform-provider-antifailure/internal/ecs"
