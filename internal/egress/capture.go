@@ -52,8 +52,8 @@ func cut(s string, n int) (string, bool) {
 }
 
 func (g *Gateway) capture(w http.ResponseWriter, r *http.Request, m Match) {
-	cfg := g.Config()
-	red := newRedactor(cfg.Redact)
+	st := g.state.Load()
+	cfg, red := st.cfg, st.red
 	body, _ := io.ReadAll(io.LimitReader(r.Body, int64(cfg.CaptureLimit)))
 	rest, _ := io.Copy(io.Discard, r.Body)
 	c := Capture{

@@ -47,6 +47,7 @@ type Gateway struct {
 type gatewayState struct {
 	cfg Config
 	cat catalogue
+	red redactor
 }
 
 // New builds a gateway for cfg.
@@ -94,7 +95,7 @@ func (g *Gateway) Reload(cfg Config) error {
 	if cfg.CaptureMaxBytes == 0 {
 		cfg.CaptureMaxBytes = DefaultCaptureMaxBytes
 	}
-	g.state.Store(&gatewayState{cfg: cfg, cat: compile(cfg.Catalogue)})
+	g.state.Store(&gatewayState{cfg: cfg, cat: compile(cfg.Catalogue), red: newRedactor(cfg.Redact)})
 	return nil
 }
 
