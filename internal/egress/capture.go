@@ -11,7 +11,15 @@ import (
 	"sort"
 	"time"
 	"unicode/utf8"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 )
+
+// CaptureFailed is the answer to a capture call the gateway could not
+// record: the call is refused (500), never answered as if it were recorded.
+var CaptureFailed = refusal.Register("AF-RUN-100",
+	"The egress gateway could not record a call to a capture host in the environment's capture file, so it refused the call rather than answer it as captured.",
+	"Check the environment's state directory (local) or the gateway container's disk (kubernetes): the capture file must be writable; its size is bounded by capture.max_bytes.")
 
 // maxRecordedText caps the path and the query a record keeps: a request
 // line may be a megabyte, a record must fit its file.
@@ -83,7 +91,7 @@ func (g *Gateway) capture(w http.ResponseWriter, r *http.Request, m Match) {
 		c.BodyBase64 = body
 	}
 	if err := g.appendCapture(cfg, c); err != nil {
-		g.refuse(w, r, m, http.StatusInternalServerError, fmt.Sprintf("the gateway could not record the capture: %v", err))
+		g.refuse(w, r, m, http.StatusInternalServerError, fmt.Sprintf("%s the gateway could not record the capture: %v", CaptureFailed, err))
 		return
 	}
 	w.Header().Set(HeaderGateway, gatewayHeader(m))

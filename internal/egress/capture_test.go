@@ -275,6 +275,18 @@ func TestFitShrinksARecord(t *testing.T) {
 	}
 }
 
+// A capture that cannot be written is refused with its code, never answered
+// 202 as if it had been recorded.
+func TestCaptureThatCannotBeWrittenIsRefused(t *testing.T) {
+	cfg := captureConfig(t, 1024, 0)
+	cfg.CaptureFile = filepath.Join(t.TempDir(), "missing-dir", "captures.jsonl")
+	_, gw := startGateway(t, cfg, noForwarding)
+	resp, body := do(t, proxyClient(gw), "POST", "http://hooks.capture.test/x", "payload", nil)
+	if resp.StatusCode != http.StatusInternalServerError || !strings.HasPrefix(body, "AF-RUN-100 ") {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+}
+
 func TestCaptureSettingsFromTheManifest(t *testing.T) {
 	m, err := manifest.Parse([]byte("name: shop\nruntime: {provider: local}\negress:\n  - {host: hooks.capture.test, mode: capture}\ncapture:\n  max_body_bytes: 2048\n  max_bytes: 1048576\n  redact: [X-*-Id]\n"))
 	if err != nil {
