@@ -242,6 +242,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 		field{"runtime", true, func(_, v *yaml.Node) { m.Runtime = r.runtime(v) }},
 		field{"services", false, func(_, v *yaml.Node) { m.Services = r.services(v) }},
 		field{"egress", false, func(_, v *yaml.Node) { m.Egress = r.egress(v) }},
+		field{"capture", false, func(k, v *yaml.Node) { m.Capture = r.capture(k, v) }},
 	)
 	if len(r.errs) == 0 {
 		r.servicesFitRuntime(m)
