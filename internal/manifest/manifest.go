@@ -13,6 +13,7 @@ type Manifest struct {
 	Runtime  Runtime
 	Services []Service // in file order
 	Egress   []EgressRule
+	Capture  *Capture // nil: the gateway's defaults
 }
 
 // Position is a 1-based line and column in the manifest.

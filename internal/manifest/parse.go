@@ -24,9 +24,9 @@ const (
 // Parse reads a manifest. It returns every refusal it finds (a refusal.List),
 // not only the first, each with its line and column.
 func Parse(content []byte) (*Manifest, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(content, &doc); err != nil {
-		return nil, refusal.List{syntaxRefusal(err)}
+	doc, err := decodeOne(content)
+	if err != nil {
+		return nil, err
 	}
 	r := &reader{}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -35,8 +35,8 @@ func Parse(content []byte) (*Manifest, error) {
 		return nil, r.errs
 	}
 	m := r.manifest(doc.Content[0])
-	if len(r.errs) > 0 {
-		return nil, r.errs
+	if r.failed() {
+		return nil, r.report()
 	}
 	return m, nil
 }
@@ -52,11 +52,37 @@ func syntaxRefusal(err error) *refusal.Refusal {
 	return refusal.New(refusal.ManifestSyntax, "The manifest is not valid YAML: %s", msg).At(line, 1)
 }
 
-type reader struct{ errs refusal.List }
+// reader collects refusals; past MaxRefusals it only counts them (more) and
+// keeps where the first of those is, so a huge bad manifest costs no
+// message formatting beyond the ones shown.
+type reader struct {
+	errs      refusal.List
+	more      int
+	firstMore Position
+}
 
-func (r *reader) fail(f *refusal.Refusal) { r.errs = append(r.errs, f) }
+func (r *reader) failed() bool { return len(r.errs) > 0 }
+
+func (r *reader) fail(f *refusal.Refusal) {
+	if len(r.errs) < MaxRefusals {
+		r.errs = append(r.errs, f)
+		return
+	}
+	r.counted(Position{f.Line, f.Column})
+}
+
+func (r *reader) counted(p Position) {
+	if r.more == 0 {
+		r.firstMore = p
+	}
+	r.more++
+}
 
 func (r *reader) failAt(n *yaml.Node, code refusal.Code, format string, args ...any) {
+	if len(r.errs) >= MaxRefusals {
+		r.counted(pos(n))
+		return
+	}
 	r.fail(refusal.New(code, format, args...).At(n.Line, n.Column))
 }
 
@@ -216,6 +242,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 		field{"runtime", true, func(_, v *yaml.Node) { m.Runtime = r.runtime(v) }},
 		field{"services", false, func(_, v *yaml.Node) { m.Services = r.services(v) }},
 		field{"egress", false, func(_, v *yaml.Node) { m.Egress = r.egress(v) }},
+		field{"capture", false, func(k, v *yaml.Node) { m.Capture = r.capture(k, v) }},
 	)
 	if len(r.errs) == 0 {
 		r.servicesFitRuntime(m)

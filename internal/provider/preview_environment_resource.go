@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -109,12 +108,12 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 					"(`<app>` is the manifest's `name`). Application and environment stay two parts, so app `shop` with `pr-1` and app `shop-pr` with `1` are two environments; " +
 					"an environment that belongs to another pair is refused, never adopted, imported or deleted.",
 			},
-			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription},
+			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription, Validators: []validator.String{manifestValidator()}},
 			"name": schema.StringAttribute{
 				Required: true,
 				MarkdownDescription: "The environment's name, a DNS label (for example `pr-42`). It becomes part of the namespace and the URLs; " +
 					"changing it replaces the environment.",
-				Validators:    []validator.String{stringvalidator.RegexMatches(manifest.DNSLabel, "must be a DNS label: lower-case letters, digits and hyphens, 1-63 characters, starting and ending with a letter or digit")},
+				Validators:    []validator.String{refusingString("a DNS label", checkEnvName)},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"images": schema.MapAttribute{
