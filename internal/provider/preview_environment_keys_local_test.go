@@ -128,6 +128,7 @@ func TestAccPreviewEnvironment_local_keysImportAndCrash(t *testing.T) {
 	both := localEnvironmentsConfig(t, `provider "antifailure" {}`, marker, []localEnv{a, b}, "")
 	dirA, dirB := rt.StateDir(runtime.Key{App: "shop", Env: "pr-1"}), rt.StateDir(runtime.Key{App: "shop-pr", Env: "1"})
 	const addrA, addrB = "antifailure_preview_environment.a", "antifailure_preview_environment.b"
+	var pidsBefore string
 	exists := func(dir string, want bool) resource.TestCheckFunc {
 		return func(*terraform.State) error {
 			_, err := os.Stat(filepath.Join(dir, "state.json"))
@@ -203,6 +204,21 @@ removed {
 			{ // ...and the plan is empty: no replacement, no update.
 				Config:   both,
 				PlanOnly: true,
+			},
+			{ // A change only Terraform sees (timeouts) is an update that
+				// leaves the environment alone: the same processes serve.
+				PreConfig: func() { pidsBefore = fmt.Sprint(servicePids(marker)) },
+				Config:    strings.Replace(both, "  name     = \"pr-1\"\n", "  name     = \"pr-1\"\n  timeouts = { update = \"9m\" }\n", 1),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addrA, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addrA, tfjsonpath.New("containment").AtMapKey("verdict"), knownvalue.StringExact("contained")),
+				}},
+				Check: func(*terraform.State) error {
+					if after := fmt.Sprint(servicePids(marker)); after != pidsBefore {
+						return fmt.Errorf("the services were restarted: %s, then %s", pidsBefore, after)
+					}
+					return nil
+				},
 			},
 			{ // The supervisor and its helper die: drift...
 				PreConfig:          func() { killEnvironment(t, dirA, "supervisor.json", "helper.json") },

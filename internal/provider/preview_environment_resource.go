@@ -408,6 +408,12 @@ func (r *previewEnvironmentResource) Update(ctx context.Context, req resource.Up
 	if !ok {
 		return
 	}
+	if !updates(state, plan) {
+		// Only what the runtime never sees changed (timeouts, or what an
+		// import could not record): nothing to do on the environment.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	st, err := p.rt.Update(ctx, p.env, runtime.Ref{ID: state.ID.ValueString()})
