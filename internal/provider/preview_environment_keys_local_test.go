@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,8 +98,10 @@ func killEnvironment(t *testing.T, dir string, pidFiles ...string) {
 		if m == nil {
 			t.Fatalf("no pid in %s: %s", f, b)
 		}
-		var pid int
-		fmt.Sscan(string(m[1]), &pid)
+		pid, err := strconv.Atoi(string(m[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("kill %s pid %d: %v", f, pid, err)
 		}
@@ -133,7 +136,7 @@ func TestAccPreviewEnvironment_local_keysImportAndCrash(t *testing.T) {
 		return func(*terraform.State) error {
 			_, err := os.Stat(filepath.Join(dir, "state.json"))
 			if (err == nil) != want {
-				return fmt.Errorf("state of %s: %v, want present=%v", dir, err, want)
+				return fmt.Errorf("state of %s: want present=%v: %w", dir, want, err)
 			}
 			return nil
 		}
@@ -144,7 +147,7 @@ func TestAccPreviewEnvironment_local_keysImportAndCrash(t *testing.T) {
 		CheckDestroy: func(*terraform.State) error {
 			for _, d := range []string{dirA, dirB} {
 				if _, err := os.Stat(d); !os.IsNotExist(err) {
-					return fmt.Errorf("state directory %s still exists (%v)", d, err)
+					return fmt.Errorf("state directory %s still exists (%w)", d, err)
 				}
 			}
 			if pids := servicePids(marker); len(pids) > 0 {

@@ -54,7 +54,7 @@ data "antifailure_placement" "this" {
 		ProtoV6ProviderFactories: localTestProviders(rt),
 		CheckDestroy: func(*terraform.State) error {
 			if _, err := os.Stat(dirA); !os.IsNotExist(err) {
-				return fmt.Errorf("the destroy left %s (%v)", dirA, err)
+				return fmt.Errorf("the destroy left %s (%w)", dirA, err)
 			}
 			if pids := servicePids(marker); len(pids) > 0 {
 				return fmt.Errorf("services still run: %v", pids)

@@ -108,7 +108,7 @@ func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) 
 		CheckDestroy: func(*terraform.State) error {
 			for _, d := range []string{nested, legacy} {
 				if _, err := os.Stat(d); !os.IsNotExist(err) {
-					return fmt.Errorf("%s still exists (%v)", d, err)
+					return fmt.Errorf("%s still exists (%w)", d, err)
 				}
 			}
 			if pids := servicePids(marker); len(pids) > 0 {
@@ -142,10 +142,10 @@ func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) 
 					servesGreeting(addr, "upgraded"),
 					func(*terraform.State) error {
 						if _, err := os.Stat(filepath.Join(nested, "state.json")); err != nil {
-							return fmt.Errorf("not restarted in %s: %v", nested, err)
+							return fmt.Errorf("not restarted in %s: %w", nested, err)
 						}
 						if _, err := os.Stat(legacy); !os.IsNotExist(err) {
-							return fmt.Errorf("%s still exists (%v)", legacy, err)
+							return fmt.Errorf("%s still exists (%w)", legacy, err)
 						}
 						return nil
 					},

@@ -422,7 +422,7 @@ func (r *Runtime) status(ctx context.Context, dir string) (*statusReply, error) 
 // Read observes the environment: ErrNotFound when its state is gone; each
 // service Running only while its process runs (a killed service is drift).
 func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, error) {
-	_, dir, err := r.locate(ref)
+	dir, err := r.locate(ref)
 	if err != nil {
 		return runtime.State{}, err
 	}
@@ -478,7 +478,7 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 	if err := r.Check(env); err != nil {
 		return runtime.State{}, err
 	}
-	_, dir, err := r.locate(ref)
+	dir, err := r.locate(ref)
 	if errors.Is(err, runtime.ErrNotFound) {
 		dir, err = r.StateDir(runtime.KeyOf(env)), nil
 	}
@@ -521,7 +521,7 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 // Delete stops everything and removes the state directory. It returns only
 // when no process of the environment runs and its network namespace is gone.
 func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
-	_, dir, err := r.locate(ref)
+	dir, err := r.locate(ref)
 	if errors.Is(err, runtime.ErrNotFound) {
 		return nil
 	}

@@ -285,25 +285,25 @@ func owner(dir string) (k runtime.Key, ok bool) {
 // locate is the state directory of the environment an ID names: its own
 // directory, or the legacy one when that is this pair's. ErrNotFound when
 // there is neither; OtherPair when its own directory names another pair.
-func (r *Runtime) locate(ref runtime.Ref) (runtime.Key, string, error) {
+func (r *Runtime) locate(ref runtime.Ref) (string, error) {
 	k, err := runtime.ParseLocalID(ref.ID)
 	if err != nil {
-		return runtime.Key{}, "", refusal.New(BadID, "%v", err).OnAttribute("id")
+		return "", refusal.New(BadID, "%v", err).OnAttribute("id")
 	}
 	dir := r.StateDir(k)
 	if _, err := os.Stat(dir); err == nil {
 		if got, ok := owner(dir); ok && got != k {
-			return k, "", refusal.New(OtherPair, "The state directory %s belongs to %s, not to %s", dir, got, k).
+			return "", refusal.New(OtherPair, "The state directory %s belongs to %s, not to %s", dir, got, k).
 				WithDetail("The local runtime never adopts, imports or deletes another pair's environment; it was left as it is.").
 				OnAttribute("id")
 		}
-		return k, dir, nil
+		return dir, nil
 	}
 	legacy := r.legacyStateDir(k)
 	if got, ok := owner(legacy); ok && got == k {
-		return k, legacy, nil
+		return legacy, nil
 	}
-	return k, "", runtime.ErrNotFound
+	return "", runtime.ErrNotFound
 }
 
 // BadID refuses an ID that is not <app>/<env>.
