@@ -866,6 +866,14 @@ func TestImportAndOwnership(t *testing.T) {
 	if err != nil || imported.Namespace != "af-shop-imp" || len(imported.Services) != 2 || imported.Containment.Verdict != probe.Contained || imported.Source != shopManifest(2) {
 		t.Errorf("import: %v %+v", err, imported)
 	}
+	// An update records the manifest it applied, for the next import.
+	changed := shopManifest(2) + "# reviewed\n"
+	if _, err := fresh.Update(ctx, environment(t, changed, "imp"), st.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fresh.Read(ctx, st.Ref); err != nil || got.Source != changed {
+		t.Errorf("after an update the namespace keeps %q (%v), want the updated manifest", got.Source, err)
+	}
 	if err := fresh.Delete(ctx, st.Ref); err != nil {
 		t.Fatal(err)
 	}
