@@ -144,7 +144,12 @@ func TestCaptureFloodStaysBounded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, Listeners{HTTP: []net.Listener{ln}}) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
 
 	// Bodies full of control characters take six bytes each in JSON.
 	escapes := strings.Repeat("\x01", 8<<10)
@@ -321,7 +326,12 @@ func BenchmarkCaptureThroughTheGateway(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, Listeners{HTTP: []net.Listener{ln}}) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("Serve: %v", err)
+		}
+	}()
 	c := proxyClient(ln.Addr().String())
 	body := `{"user":"ann","password":"pw","items":[` + strings.Repeat(`{"n":1,"access_token":"t"},`, 100) + `{"n":2}]}`
 	b.SetBytes(int64(len(body)))

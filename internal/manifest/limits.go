@@ -66,6 +66,40 @@ func documentLine(d *yaml.Node) int {
 	return max(line-1, 1)
 }
 
+// reader collects refusals; past MaxRefusals it only counts them (more) and
+// keeps where the first of those is, so a huge bad manifest costs no
+// message formatting beyond the ones shown.
+type reader struct {
+	errs      refusal.List
+	more      int
+	firstMore Position
+}
+
+func (r *reader) failed() bool { return len(r.errs) > 0 }
+
+func (r *reader) fail(f *refusal.Refusal) {
+	if len(r.errs) < MaxRefusals {
+		r.errs = append(r.errs, f)
+		return
+	}
+	r.counted(Position{f.Line, f.Column})
+}
+
+func (r *reader) counted(p Position) {
+	if r.more == 0 {
+		r.firstMore = p
+	}
+	r.more++
+}
+
+func (r *reader) failAt(n *yaml.Node, code refusal.Code, format string, args ...any) {
+	if len(r.errs) >= MaxRefusals {
+		r.counted(pos(n))
+		return
+	}
+	r.fail(refusal.New(code, format, args...).At(n.Line, n.Column))
+}
+
 // report is the refusals shown, and when there were more, one more that
 // counts the rest and points at the first of them.
 func (r *reader) report() refusal.List {

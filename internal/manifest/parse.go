@@ -52,40 +52,6 @@ func syntaxRefusal(err error) *refusal.Refusal {
 	return refusal.New(refusal.ManifestSyntax, "The manifest is not valid YAML: %s", msg).At(line, 1)
 }
 
-// reader collects refusals; past MaxRefusals it only counts them (more) and
-// keeps where the first of those is, so a huge bad manifest costs no
-// message formatting beyond the ones shown.
-type reader struct {
-	errs      refusal.List
-	more      int
-	firstMore Position
-}
-
-func (r *reader) failed() bool { return len(r.errs) > 0 }
-
-func (r *reader) fail(f *refusal.Refusal) {
-	if len(r.errs) < MaxRefusals {
-		r.errs = append(r.errs, f)
-		return
-	}
-	r.counted(Position{f.Line, f.Column})
-}
-
-func (r *reader) counted(p Position) {
-	if r.more == 0 {
-		r.firstMore = p
-	}
-	r.more++
-}
-
-func (r *reader) failAt(n *yaml.Node, code refusal.Code, format string, args ...any) {
-	if len(r.errs) >= MaxRefusals {
-		r.counted(pos(n))
-		return
-	}
-	r.fail(refusal.New(code, format, args...).At(n.Line, n.Column))
-}
-
 func pos(n *yaml.Node) Position { return Position{n.Line, n.Column} }
 
 // field is one allowed key of a mapping and what to do with its value.

@@ -75,7 +75,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"With no targets, the runtime itself: `name` is the runtime provider and `domain` is `runtime.domain`.",
 				Attributes: map[string]schema.Attribute{
 					"name":               schema.StringAttribute{Computed: true, MarkdownDescription: "Target name."},
-					"kubeconfig_context": schema.StringAttribute{Computed: true, MarkdownDescription: "The kubeconfig context the `kubernetes` runtime uses for this target (empty for none)."},
+					"kubeconfig_context": schema.StringAttribute{Computed: true, MarkdownDescription: "The kubeconfig context the `kubernetes` runtime uses: the target's, or with no targets the provider's `kubernetes.context` (empty on other runtimes)."},
 					"domain":             schema.StringAttribute{Computed: true, MarkdownDescription: "The target's own domain, empty when it declares none."},
 					"tags":               schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "The target's tags, as declared in the manifest."},
 				},

@@ -3,10 +3,13 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +24,12 @@ import (
 // user's validate says, not what a plan would. It returns the combined output
 // and whether validate passed.
 func terraformValidate(t *testing.T, config string) (string, bool) {
+	t.Helper()
+	return terraformValidateWith(t, config, nil)
+}
+
+// terraformValidateWith is terraformValidate with more files beside main.tf.
+func terraformValidateWith(t *testing.T, config string, files map[string][]byte) (string, bool) {
 	t.Helper()
 	tf := os.Getenv("TF_ACC_TERRAFORM_PATH")
 	if tf == "" {
@@ -58,8 +67,15 @@ func terraformValidate(t *testing.T, config string) (string, bool) {
   }
 }
 ` + config
-	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o600); err != nil {
-		t.Fatal(err)
+	files = maps.Clone(files)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files["main.tf"] = []byte(config)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	run := func(args ...string) (string, bool) {
 		cmd := exec.Command(tf, args...)
@@ -141,4 +157,24 @@ provider "antifailure" {
 			}
 		})
 	}
+}
+
+// A generated manifest with 20,000 bad services (40,000 problems) used to
+// print 40,000 diagnostics: validate now shows 20 and one counting the rest.
+func TestAccValidate_20000BadServicesCapped(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: shop\nruntime:\n  provider: kubernetes\nservices:\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, "  Svc_%d:\n    image: nginx\n    web: true\n", i)
+	}
+	out, ok := terraformValidateWith(t, `data "antifailure_placement" "x" { manifest = file("${path.module}/antifailure.yaml") }`,
+		map[string][]byte{"antifailure.yaml": []byte(b.String())})
+	if ok {
+		t.Fatal("validate passed a manifest with 40,000 problems")
+	}
+	errors := regexp.MustCompile(`(?m)^Error: AF-`).FindAllString(out, -1)
+	if len(errors) != 21 || !strings.Contains(out, "AF-MAN-015 and 39980 more problems in the manifest") {
+		t.Fatalf("%d errors, want 20 and one counting the rest:\n%.3000s", len(errors), out)
+	}
+	t.Logf("validate output: %d bytes, %d errors", len(out), len(errors))
 }
