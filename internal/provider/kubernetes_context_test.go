@@ -67,7 +67,7 @@ resource "antifailure_preview_environment" "x" {
 				// kubeconfig's unreachable server (no cluster here).
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue(addr, tfjsonpath.New("kubeconfig_context"), knownvalue.StringExact("eu-prod")),
-					plancheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact("eu-prod/af-shop-pr-1")),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact("eu-prod/shop/pr-1")),
 				}},
 				ExpectError: regexp.MustCompile(`AF-K8S-004`),
 			},
