@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -59,7 +61,8 @@ type ProbeOptions struct {
 // Check is one attempt the probe will make.
 type Check struct {
 	Category probe.Category `json:"category"`
-	// Method: tcp, udp-dns, tcp-dns, dns-lookup, unix or http (the control).
+	// Method: tcp, udp-dns, tcp-dns, dns-lookup, http (the control), or
+	// one of the sandbox attempts (probe_sandbox.go).
 	Method string `json:"method"`
 	Target string `json:"target"`
 }
@@ -147,7 +150,7 @@ func (o ProbeOptions) Checks() []Check {
 		socks = wellKnownSockets()
 	}
 	for _, s := range socks {
-		add(probe.Host, "unix", s)
+		add(probe.Unix, "unix", s)
 	}
 	switch name := o.PublicName; name {
 	case "-":
@@ -262,18 +265,13 @@ func attempt(ctx context.Context, c Check) (probe.Outcome, string) {
 		return tcpAttempt(ctx, c.Target)
 	case "udp-dns":
 		return udpDNSAttempt(ctx, c.Target)
-	case "unix":
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "unix", c.Target)
-		if err != nil {
-			return probe.Blocked, shortErr(err)
-		}
-		conn.Close()
-		return probe.Escape, "connected"
 	case "dns-lookup":
 		return lookupAttempt(ctx, c.Target)
 	case "http":
 		return controlAttempt(ctx, c.Target)
+	}
+	if outcome, detail, ok := sandboxAttempt(ctx, c); ok {
+		return outcome, detail
 	}
 	return probe.Failed, "unknown method " + c.Method
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package local is the local runtime (runtime.provider: local): an
 // environment runs as local processes, each service's command (argv, no
 // shell), inside its own network namespace that holds only loopback.
@@ -83,9 +85,11 @@ type Options struct {
 	WorkDir string
 	// ReadyTimeout bounds the wait for services. Default DefaultReadyTimeout.
 	ReadyTimeout time.Duration
-	// Hide are directories covered with an empty tmpfs inside the namespace,
-	// in addition to /run, /var/run, the X11 socket directory and StateBase.
-	Hide []string
+	// WeakenForTest removes one boundary of the sandbox (WeakenUID,
+	// WeakenView, WeakenPIDNS, WeakenPeer). Test-only: negative-control
+	// tests use it to show that the probe catches a weakened sandbox. The
+	// provider never sets it.
+	WeakenForTest string
 	// PrepareNamespace, if set, runs on the host after the namespace exists
 	// and before the probe, with AF_NS_PID set to its helper's pid. It is a
 	// test hook: negative-control tests give the namespace a way out with it
@@ -147,9 +151,15 @@ func (r *Runtime) Check(env runtime.Environment) error {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s has no command for the local runtime", s.Name).At(s.Pos.Line, s.Pos.Column))
 			continue
 		}
-		if err := commandExists(s.Command[0], dir); err != nil {
+		if err := r.checkDir(s.Dir, dir); err != nil {
+			errs = append(errs, refusal.New(BadDir, "Service %s: dir %q %v", s.Name, s.Dir, err).At(s.Pos.Line, s.Pos.Column))
+			continue
+		}
+		spec := serviceSpec{Name: s.Name, Command: s.Command, Dir: appDir(s.Dir, dir)}
+		if err := commandVisible(spec); err != nil {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s: command %q %v", s.Name, s.Command[0], err).At(s.Pos.Line, s.Pos.Column).
-				WithDetail("Commands run without a shell, from %s, with PATH=%s.", dir, os.Getenv("PATH")))
+				WithDetail("Commands run without a shell, inside the service's private view: the system directories (%s) and its dir at %s/%s; a relative command is relative to dir. PATH=%s.",
+					strings.Join(systemDirs, " "), appRoot, s.Name, os.Getenv("PATH")))
 		}
 	}
 	if len(errs) > 0 {
@@ -163,27 +173,6 @@ func (r *Runtime) workDir() (string, error) {
 		return filepath.Abs(r.opts.WorkDir)
 	}
 	return os.Getwd()
-}
-
-func commandExists(cmd, dir string) error {
-	path := cmd
-	if !strings.Contains(cmd, "/") {
-		p, err := exec.LookPath(cmd)
-		if err != nil {
-			return errors.New("is not found in PATH")
-		}
-		path = p
-	} else if !filepath.IsAbs(cmd) {
-		path = filepath.Join(dir, cmd)
-	}
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return fmt.Errorf("does not exist (%s)", path)
-	case fi.IsDir() || fi.Mode()&0o111 == 0:
-		return fmt.Errorf("is not executable (%s)", path)
-	}
-	return nil
 }
 
 // canIsolate makes (once per process) a throwaway namespace the way Create
@@ -207,7 +196,7 @@ func (r *Runtime) canIsolate() error {
 		for _, m := range isolationModes(r.opts.Isolation) {
 			cmd := exec.Command(exe)
 			cmd.Env = append(minimalEnv(), helperEnv+"="+modeCheck)
-			cmd.SysProcAttr = cloneAttr(m)
+			cmd.SysProcAttr = cloneAttr(m, "")
 			cmd.SysProcAttr.Pdeathsig = 0
 			err := cmd.Run()
 			if err == nil {
@@ -246,34 +235,13 @@ func (r *Runtime) spec(env runtime.Environment, routerPort int) (envSpec, error)
 		BaseEnv: minimalEnv(), Egress: egress.FromManifest(env.Manifest),
 		Probe:     ProbeRequest{Checks: r.opts.Probe.Checks(), Timeout: r.opts.Probe.timeout()},
 		Isolation: r.opts.Isolation, RouterPort: routerPort, ReadyTimeout: ready,
-		Prepare: r.opts.PrepareNamespace,
-		Hide:    r.hide(),
+		Prepare: r.opts.PrepareNamespace, StateBase: r.opts.StateBase, Weaken: r.opts.WeakenForTest,
 	}
 	for _, s := range env.Manifest.Services {
-		sp.Services = append(sp.Services, serviceSpec{Name: s.Name, Command: s.Command, Port: s.Port, Web: s.Web, Env: s.Env, Health: s.Health})
+		sp.Services = append(sp.Services, serviceSpec{Name: s.Name, Command: s.Command, Port: s.Port, Web: s.Web, Env: s.Env, Health: s.Health,
+			Dir: appDir(s.Dir, dir)})
 	}
 	return sp, nil
-}
-
-// hide lists the directories the namespace covers: the usual homes of host
-// sockets (a container engine, the system bus, X11), the directory of any
-// well-known socket elsewhere (~/.docker/run), and every environment's state
-// (their supervisors' control sockets). The probe then checks the sockets.
-func (r *Runtime) hide() []string {
-	dirs := []string{"/run", "/var/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", r.opts.StateBase}
-	for _, s := range wellKnownSockets() {
-		d := filepath.Dir(s)
-		covered := false
-		for _, h := range dirs {
-			if d == h || strings.HasPrefix(d, h+"/") {
-				covered = true
-			}
-		}
-		if !covered {
-			dirs = append(dirs, d)
-		}
-	}
-	return append(dirs, r.opts.Hide...)
 }
 
 // Create brings the environment up. It refuses, and leaves nothing behind,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -37,6 +39,7 @@ runtime: {provider: local}
 services:
   web:
     command: [%q, "-test.run=^$"]
+    dir: %q
     port: 8080
     web: true
     health: /healthz
@@ -47,7 +50,7 @@ egress:
     response: {status: 200, headers: {Content-Type: application/json}, body: '{"price": 42}'}
   - host: hooks.capture.test
     mode: capture
-`, exe, greeting)))
+`, exe, filepath.Dir(exe), greeting)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +63,8 @@ func testRuntime(t testing.TB, opts Options) *Runtime {
 		opts.StateBase = filepath.Join(t.TempDir(), "state")
 	}
 	if opts.Probe.Public == nil {
-		hidden, sock := hostSocket(t)
+		_, sock := hostSocket(t)
 		opts.Probe = testProbe(sock)
-		opts.Hide = append(opts.Hide, hidden)
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 20 * time.Second
@@ -343,10 +345,10 @@ func TestCreateRefusesNamespaceWithWayOut(t *testing.T) {
 // Negative control (b) through the whole runtime: the control cannot reach a
 // gateway, so Create refuses with AF-RUN-044 and leaves nothing.
 func TestCreateRefusesWhenControlFails(t *testing.T) {
-	hidden, sock := hostSocket(t)
+	_, sock := hostSocket(t)
 	p := testProbe(sock)
 	p.ControlProxy = "http://127.0.0.1:9" // nothing inside the namespace answers there
-	r := testRuntime(t, Options{Probe: p, Hide: []string{hidden}})
+	r := testRuntime(t, Options{Probe: p})
 	_, err := r.Create(context.Background(), env(testManifest(t, "x"), "pr-4"))
 	if !hasCode(err, probe.ControlFailed) {
 		t.Fatalf("create: %v", err)
@@ -486,7 +488,10 @@ func TestRootless(t *testing.T) {
 	if err := os.Chmod(tmp, 0o777); err != nil { // not subject to the umask
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "local.test")
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bin", "local.test")
 	src, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
