@@ -262,3 +262,33 @@ func TestControlSocketRefusesPeersInsideNamespaces(t *testing.T) {
 }
 
 func newTestLogger(w *strings.Builder) *log.Logger { return log.New(w, "", 0) }
+
+// Input the manifest reader refuses at plan (AF-MAN-010), handed to the
+// runtime directly: the supervisor answers with a refusal and cleans up; it
+// never panics or vanishes.
+func TestSupervisorRefusesBadInputWithoutPanic(t *testing.T) {
+	cases := map[string]func(m *manifest.Manifest){
+		"control characters in health": func(m *manifest.Manifest) { m.Services[0].Health = "/healthz\r\nX-Evil: 1" },
+		"NUL in env":                   func(m *manifest.Manifest) { m.Services[0].Env["BAD"] = "a\x00b" },
+		"NUL in command":               func(m *manifest.Manifest) { m.Services[0].Command = append(m.Services[0].Command, "a\x00b") },
+	}
+	r := testRuntime(t, Options{ReadyTimeout: 2 * time.Second})
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := testManifest(t, "x")
+			mutate(m)
+			e := env(m, "pr-40")
+			_, err := r.Create(context.Background(), e)
+			if !hasCode(err, StartFailed) && !hasCode(err, NotReady) {
+				t.Fatalf("create: %v, want %s or %s", err, StartFailed, NotReady)
+			}
+			if strings.Contains(err.Error(), "panic") || strings.Contains(err.Error(), "reported nothing") || strings.Contains(err.Error(), "no report") {
+				t.Fatalf("the supervisor did not answer cleanly: %v", err)
+			}
+			t.Logf("%s", refusal.All(err)[0].Summary)
+			if _, err := os.Stat(r.StateDir(r.RefFor(e).ID)); err == nil {
+				t.Fatal("state directory left behind")
+			}
+		})
+	}
+}

@@ -327,6 +327,12 @@ func (s *supervisor) waitReady(ctx context.Context, spec envSpec) *refusal.Refus
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
+	for _, svc := range spec.Services {
+		// A health path no request can carry would never answer: say so now.
+		if _, err := http.NewRequest(http.MethodGet, "http://"+routeFor(svc.Name, spec.Env)+svc.Health, nil); svc.Health != "" && err != nil {
+			return notReady(s.dir, svc.Name, fmt.Sprintf("its health path %q is not an HTTP path: %v", svc.Health, err))
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
