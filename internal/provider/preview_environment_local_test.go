@@ -1,3 +1,5 @@
+//go:build linux
+
 package provider
 
 import (
@@ -117,6 +119,7 @@ resource "antifailure_preview_environment" "this" {
     services:
       web:
         command: [%q, "-test.run=^$"]
+        dir: %q
         port: 8080
         web: true
         health: /healthz
@@ -130,7 +133,7 @@ resource "antifailure_preview_environment" "this" {
         response: {status: 200, body: mocked-quote}
   EOT
 }
-`, exe, marker, greeting)
+`, exe, filepath.Dir(exe), marker, greeting)
 }
 
 // servicePids are the host pids of this test's services (found by the

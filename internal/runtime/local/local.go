@@ -67,36 +67,6 @@ var (
 // DefaultReadyTimeout bounds the wait for services to become ready.
 const DefaultReadyTimeout = 60 * time.Second
 
-// Options configure the local runtime. The zero value is the production
-// configuration.
-type Options struct {
-	// StateBase holds one directory per environment. Default DefaultStateBase().
-	StateBase string
-	// Probe chooses the containment probe's targets (tests point them at
-	// TEST-NET addresses in namespaces they create).
-	Probe ProbeOptions
-	// Isolation forces IsolationUserNS or IsolationRoot; "" picks the first
-	// that works (user namespace, then root when running as root).
-	Isolation string
-	// Executable is the binary re-executed as supervisor, helper, shim and
-	// probe; it must call MaybeRunHelper. Default os.Executable().
-	Executable string
-	// WorkDir is the services' working directory. Default: this process's.
-	WorkDir string
-	// ReadyTimeout bounds the wait for services. Default DefaultReadyTimeout.
-	ReadyTimeout time.Duration
-	// WeakenForTest removes one boundary of the sandbox (WeakenUID,
-	// WeakenView, WeakenPIDNS, WeakenPeer). Test-only: negative-control
-	// tests use it to show that the probe catches a weakened sandbox. The
-	// provider never sets it.
-	WeakenForTest string
-	// PrepareNamespace, if set, runs on the host after the namespace exists
-	// and before the probe, with AF_NS_PID set to its helper's pid. It is a
-	// test hook: negative-control tests give the namespace a way out with it
-	// and check that the probe catches it.
-	PrepareNamespace []string
-}
-
 // Runtime is the local runtime.
 type Runtime struct {
 	opts Options
