@@ -24,6 +24,7 @@ type hostileReport struct {
 	MockStatus int               `json:"mock_status"`
 	MockBody   string            `json:"mock_body"`
 	UID        int               `json:"uid"`
+	ListRoot   string            `json:"list_root"` // listing / : the view allows it, Landlock does not
 }
 
 // runHostileService is a service that tries, on every request, each way out
@@ -36,7 +37,10 @@ func runHostileService() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		rep := hostileReport{Tried: map[string]string{}, UID: os.Getuid()}
+		rep := hostileReport{Tried: map[string]string{}, UID: os.Getuid(), ListRoot: "listed"}
+		if _, err := os.ReadDir("/"); err != nil {
+			rep.ListRoot = err.Error()
+		}
 		try := func(name string, err error) {
 			if err != nil {
 				rep.Tried[name] = err.Error()

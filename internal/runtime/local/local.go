@@ -12,9 +12,11 @@
 //	                                         ├─ control.sock (Read, Update, Delete)
 //	                                         └─ namespace helper = PID 1 of new user+net+mount+PID namespaces
 //	                                              ├─ lo up; 127.0.0.1:<p> → gw.sock; 127.0.0.1:53 → dns.sock
-//	                                              ├─ /run, state directories hidden; resolv.conf → 127.0.0.1
+//	                                              ├─ pivot into a private view (sandbox.go): system dirs and
+//	                                              │  services' dirs read-only, private /tmp /dev, fresh /proc
 //	                                              ├─ containment probe (exec shim, same rules as services)
-//	                                              └─ services (exec shim: no capabilities, no_new_privs),
+//	                                              └─ services (exec shim: no capabilities, no_new_privs,
+//	                                                 Landlock; nobody when the provider is root),
 //	                                                 HTTP_PROXY/HTTPS_PROXY = the gateway
 //
 // The namespaces are rootless (a user namespace) where the kernel permits;
@@ -57,7 +59,7 @@ import (
 // Codes the local runtime refuses with.
 var (
 	NoNamespace     = refusal.Register("AF-RUN-070", "The local runtime cannot make a network namespace on this machine, so it cannot contain an environment.", "Run on Linux with user namespaces enabled (user.max_user_namespaces above 0; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0), or run Terraform as root. Antifailure never starts an uncontained environment.")
-	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell); a relative path is relative to the directory Terraform runs in.")
+	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell): a relative path is relative to services.<name>.dir, a bare name must be found in PATH within the system directories, and any other program must be inside dir.")
 	StartFailed     = refusal.Register("AF-RUN-072", "The local environment could not be started.", "Read the supervisor and helper logs in the environment's state directory, fix the cause, then apply again.")
 	NotReady        = refusal.Register("AF-RUN-073", "A service of the local environment did not become ready.", "Read the service's log named in the message; check its command, port and health path.")
 	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with the environment key) or destroy it, then apply again.")

@@ -499,13 +499,13 @@ func TestRootless(t *testing.T) {
 	if err := os.WriteFile(bin, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^(TestEnvironmentLifecycle|TestProbeCleanNamespaceIsContained|TestCreateRefusesWhenControlFails)$", "-test.count=1", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^(TestEnvironmentLifecycle|TestProbeCleanNamespaceIsContained|TestCreateRefusesWhenControlFails|TestHostileServiceFindsNoWayOut|TestWeakenedSandboxIsRefused)$", "-test.count=1", "-test.v")
 	cmd.Dir = tmp
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp, "AF_TEST_ROOTLESS_CHILD=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestEnvironmentLifecycle") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestEnvironmentLifecycle") || !strings.Contains(string(out), "--- PASS: TestHostileServiceFindsNoWayOut") {
 		t.Fatalf("rootless run failed: %v", err)
 	}
 }

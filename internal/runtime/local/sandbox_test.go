@@ -140,6 +140,9 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 			t.Logf("%-34s failed: %s", way, outcome)
 		}
 	}
+	if !strings.Contains(rep.ListRoot, "permission denied") {
+		t.Errorf("listing / inside: %q, want Landlock's permission denied", rep.ListRoot)
+	}
 	if os.Geteuid() == 0 && rep.UID != nobody {
 		t.Errorf("the service runs as uid %d, want nobody (%d)", rep.UID, nobody)
 	}
