@@ -16,14 +16,17 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"golang.org/x/sys/unix"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 )
 
 // Isolation modes.
 const (
 	// IsolationUserNS: a user namespace owns the network, mount and PID
-	// namespaces; nothing runs with privilege on the host (rootless).
+	// namespaces. Made by a normal user, nothing runs with privilege on the
+	// host (rootless); made by root, only the helper is host root, and
+	// everything it starts runs as nobody.
 	IsolationUserNS = "userns"
 	// IsolationRoot: network, mount and PID namespaces made with root's
 	// privilege, for hosts that forbid user namespaces; the probe and the

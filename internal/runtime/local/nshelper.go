@@ -14,8 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 	"golang.org/x/sys/unix"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 )
 
 // helper is the namespace's PID 1: it reaps, runs the probe and the services,
