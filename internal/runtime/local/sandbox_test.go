@@ -295,3 +295,54 @@ func TestSupervisorRefusesBadInputWithoutPanic(t *testing.T) {
 		})
 	}
 }
+
+// Check refuses at plan what the view would not show a service, or a dir
+// that would show it the working directory or the state.
+func TestCheckRefusesWhatTheViewCannotShow(t *testing.T) {
+	work := openWorkDir(t)
+	app := filepath.Join(work, "app")
+	if err := os.Mkdir(app, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(app, "server"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "outside"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := testRuntime(t, Options{WorkDir: work, StateBase: filepath.Join(work, "app", "state")})
+	cases := []struct {
+		name    string
+		command []string
+		dir     string
+		want    refusal.Code
+	}{
+		{"program in dir", []string{"./server"}, "app", ""},
+		{"absolute program in dir", []string{filepath.Join(app, "server")}, app, ""},
+		{"system program from PATH", []string{"sh", "-c", "true"}, "", ""},
+		{"relative program without dir", []string{"./server"}, "", CommandNotFound},
+		{"program outside the view", []string{filepath.Join(work, "outside")}, "app", CommandNotFound},
+		{"dir is the working directory", []string{"./app/server"}, ".", BadDir},
+		{"dir contains the state", []string{"./server"}, "app", BadDir},
+		{"dir missing", []string{"./server"}, "nope", BadDir},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rt := r
+			if c.name != "dir contains the state" {
+				rt = testRuntime(t, Options{WorkDir: work})
+			}
+			m := testManifest(t, "x")
+			m.Services[0].Command, m.Services[0].Dir = c.command, c.dir
+			err := rt.Check(env(m, "pr-50"))
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && !hasCode(err, c.want):
+				t.Fatalf("got %v, want %s", err, c.want)
+			case err != nil:
+				t.Logf("%s", refusal.All(err)[0].Summary)
+			}
+		})
+	}
+}
