@@ -75,7 +75,7 @@ func commandVisible(s serviceSpec) error {
 		return errors.New("is not found in any PATH directory the service's view shows (only the system directories)")
 	}
 	if !filepath.IsAbs(prog) && s.Dir == "" {
-		return errors.New("is a relative path, but the service has no dir to be relative to; add services.<name>.dir")
+		return errors.New("is a relative path, but the service has no dir to be relative to; add dir: to the service")
 	}
 	inView := s.program(true)
 	switch {

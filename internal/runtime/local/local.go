@@ -59,7 +59,7 @@ import (
 // Codes the local runtime refuses with.
 var (
 	NoNamespace     = refusal.Register("AF-RUN-070", "The local runtime cannot make a network namespace on this machine, so it cannot contain an environment.", "Run on Linux with user namespaces enabled (user.max_user_namespaces above 0; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0), or run Terraform as root. Antifailure never starts an uncontained environment.")
-	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell): a relative path is relative to services.<name>.dir, a bare name must be found in PATH within the system directories, and any other program must be inside dir.")
+	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell): a relative path is relative to the service's dir, a bare name must be found in PATH within the system directories, and any other program must be inside dir.")
 	StartFailed     = refusal.Register("AF-RUN-072", "The local environment could not be started.", "Read the supervisor and helper logs in the environment's state directory, fix the cause, then apply again.")
 	NotReady        = refusal.Register("AF-RUN-073", "A service of the local environment did not become ready.", "Read the service's log named in the message; check its command, port and health path.")
 	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with the environment key) or destroy it, then apply again.")
