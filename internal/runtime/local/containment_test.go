@@ -52,7 +52,7 @@ func testProbe(hiddenSock string) ProbeOptions {
 // hostSocket makes a listening Unix socket on the host that anyone may
 // connect to, in a directory anyone may enter: a stand-in for docker.sock
 // that only the private view keeps from the services.
-func hostSocket(t testing.TB) (dir, sock string) {
+func hostSocket(t testing.TB) string {
 	dir, err := os.MkdirTemp("/tmp", "af-hostsock-")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func hostSocket(t testing.TB) (dir, sock string) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sock = filepath.Join(dir, "engine.sock")
+	sock := filepath.Join(dir, "engine.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func hostSocket(t testing.TB) (dir, sock string) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	go acceptAndClose(ln)
-	return dir, sock
+	return sock
 }
 
 // testNamespace is a namespace with a gateway behind its share directory, as
@@ -160,7 +160,7 @@ func logAttempts(t testing.TB, r probe.Result) {
 // The positive test: a clean namespace is contained, every escape attempt
 // blocked, the control reached, the verdict well under 2 s.
 func TestProbeCleanNamespaceIsContained(t *testing.T) {
-	_, sock := hostSocket(t)
+	sock := hostSocket(t)
 	ns := startTestNamespace(t, "", true, viewConfig{})
 	res, err := ns.Probe(context.Background(), probeReq(testProbe(sock), ns.ProxyPort))
 	if err != nil {
@@ -190,7 +190,7 @@ func TestProbeCleanNamespaceIsContained(t *testing.T) {
 // A host Unix socket the view does not keep out is a way out, and the probe
 // says so (the weakened sandbox: no private view).
 func TestProbeCatchesReachableHostSocket(t *testing.T) {
-	_, sock := hostSocket(t)
+	sock := hostSocket(t)
 	ns := startTestNamespace(t, "", true, viewConfig{Weaken: WeakenView})
 	res, err := ns.Probe(context.Background(), probeReq(testProbe(sock), ns.ProxyPort))
 	if err != nil {

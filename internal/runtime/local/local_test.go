@@ -63,7 +63,7 @@ func testRuntime(t testing.TB, opts Options) *Runtime {
 		opts.StateBase = filepath.Join(t.TempDir(), "state")
 	}
 	if opts.Probe.Public == nil {
-		_, sock := hostSocket(t)
+		sock := hostSocket(t)
 		opts.Probe = testProbe(sock)
 	}
 	if opts.ReadyTimeout == 0 {
@@ -345,7 +345,7 @@ func TestCreateRefusesNamespaceWithWayOut(t *testing.T) {
 // Negative control (b) through the whole runtime: the control cannot reach a
 // gateway, so Create refuses with AF-RUN-044 and leaves nothing.
 func TestCreateRefusesWhenControlFails(t *testing.T) {
-	_, sock := hostSocket(t)
+	sock := hostSocket(t)
 	p := testProbe(sock)
 	p.ControlProxy = "http://127.0.0.1:9" // nothing inside the namespace answers there
 	r := testRuntime(t, Options{Probe: p})

@@ -107,7 +107,7 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 	}
 
 	secret, public := hostFiles(t)
-	_, sock := hostSocket(t)
+	sock := hostSocket(t)
 	he := env(hostileManifest(t, map[string]string{
 		"HOSTILE_SECRET": secret, "HOSTILE_PUBLIC": public, "HOSTILE_SOCKET": sock,
 		"HOSTILE_NEIGHBOUR_SOCKET": filepath.Join(ndir, fileControl), "HOSTILE_NEIGHBOUR_SPEC": filepath.Join(ndir, fileSpec),
