@@ -180,9 +180,9 @@ func fetch(rawURL string) (string, error) {
 const envAddr = "antifailure_preview_environment.this"
 
 func TestAccPreviewEnvironment_local(t *testing.T) {
-	localAttempts := 15
+	localAttempts := 16
 	if os.Geteuid() == 0 {
-		localAttempts = 16
+		localAttempts = 17
 	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
+	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 )
 
 // helper is the namespace's PID 1: it reaps, runs the probe and the services,
@@ -87,6 +88,8 @@ func runNamespaceHelper() int {
 			}
 		case "status":
 			resp.Services = h.status()
+		case "peer":
+			resp.Attempts = []probe.Attempt{h.peerAttempt()}
 		case "stop":
 			h.stopServices(5 * time.Second)
 			_ = enc.Encode(resp)

@@ -6,11 +6,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 )
@@ -109,4 +112,26 @@ func killAttempt(target string) (probe.Outcome, string, bool) {
 		return probe.Escape, "the supervisor is visible (signalling it was not permitted)", true
 	}
 	return probe.Escape, "signalled the supervisor", true
+}
+
+// peerAttempt is the helper, PID 1 of the environment and the most
+// privileged process in it, asking its own supervisor's control socket for
+// an answer through the descriptor it keeps to the state directory: a peer
+// inside the environment's namespaces, which the supervisor must refuse.
+func (h *helper) peerAttempt() probe.Attempt {
+	start := time.Now()
+	a := probe.Attempt{Category: probe.Neighbour, Method: "control-peer", Target: "own control.sock (from the helper)"}
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", h.stateDir+"/"+fileControl)
+	}}}
+	resp, err := c.Get("http://supervisor/ping")
+	if err != nil {
+		a.Outcome, a.Detail = probe.Blocked, "refused: "+shortErr(err)
+	} else {
+		resp.Body.Close()
+		a.Outcome, a.Detail = probe.Escape, fmt.Sprintf("the supervisor answered a peer inside the environment (%d)", resp.StatusCode)
+	}
+	a.Elapsed = time.Since(start)
+	return a
 }

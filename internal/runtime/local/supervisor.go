@@ -5,7 +5,6 @@ package local
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -47,6 +46,7 @@ type supervisor struct {
 	routerLn net.Listener
 	routerS  *http.Server
 	ns       *nsHandle
+	ctl      *http.Server
 	stopped  chan struct{}
 	stopOnce sync.Once
 }
@@ -151,6 +151,11 @@ func (s *supervisor) up(ctx context.Context, spec envSpec) (*stateFile, *refusal
 		}
 	}
 
+	// The control socket listens before the probe: the probe's last attempt
+	// is a peer inside the environment asking it for an answer.
+	if err := s.startControl(); err != nil {
+		return nil, startFailed("The control socket could not listen: %v", err)
+	}
 	res, err := s.runProbe(ctx)
 	if err != nil {
 		return nil, refusal.New(probe.NoAttempts, "The containment probe could not run: %v", err).
@@ -222,7 +227,14 @@ func (s *supervisor) runProbe(ctx context.Context) (probe.Result, error) {
 		return res, err
 	}
 	c.judgeWrite(res.Attempts)
-	return probe.Judge(res.Attempts, res.Duration), nil
+	peer, err := s.ns.call(ctx, nsRequest{Op: "peer"})
+	if err != nil {
+		return res, err
+	}
+	// Before the control, which the report lists last.
+	last := len(res.Attempts) - 1
+	attempts := append(append(append([]probe.Attempt(nil), res.Attempts[:last]...), peer.Attempts...), res.Attempts[last])
+	return probe.Judge(attempts, res.Duration), nil
 }
 
 func (s *supervisor) gatewayConfig(spec envSpec) egress.Config {
@@ -429,65 +441,6 @@ func (s *supervisor) down() {
 		}
 		close(s.stopped)
 	})
-}
-
-// statusReply is GET /status.
-type statusReply struct {
-	State       stateFile            `json:"state"`
-	HelperAlive bool                 `json:"helper_alive"`
-	Services    map[string]svcStatus `json:"services"`
-}
-
-func (s *supervisor) serveControl() {
-	_ = os.Remove(fileControl)
-	raw, err := net.Listen("unix", fileControl)
-	if err != nil {
-		s.log.Printf("control socket: %v", err)
-		s.down()
-		return
-	}
-	ln := &peerListener{Listener: raw, log: s.log, uidOnly: s.spec.Weaken == WeakenPeer}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		rep := statusReply{State: s.state, HelperAlive: s.ns != nil && s.ns.Alive(), Services: map[string]svcStatus{}}
-		if rep.HelperAlive {
-			resp, err := s.ns.call(r.Context(), nsRequest{Op: "status"})
-			if err == nil {
-				pids := hostPids(s.ns.Pid)
-				for name, st := range resp.Services {
-					st.HostPid = pids[st.Pid]
-					rep.Services[name] = st
-				}
-			}
-		}
-		_ = json.NewEncoder(w).Encode(rep)
-	})
-	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
-		var spec envSpec
-		if err := json.NewDecoder(r.Body).Decode(&spec); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(s.update(r.Context(), spec))
-	})
-	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, r *http.Request) {
-		s.down()
-		_ = json.NewEncoder(w).Encode(map[string]bool{"stopped": true})
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Printf("control: %v", err)
-			s.down()
-		}
-	}()
-	<-s.stopped
-	// Shutdown lets the stop request's answer reach the provider.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(ctx)
 }
 
 // update applies a new specification in place: the catalogue reloads, the
