@@ -89,14 +89,15 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 	r := testRuntime(t, Options{WorkDir: work})
 	ctx := context.Background()
 
-	// A neighbour under the same state base, running.
+	// A neighbour under another state base (another XDG_STATE_HOME), running.
+	nr := testRuntime(t, Options{WorkDir: work})
 	ne := env(testManifest(t, "neighbour"), "pr-20")
-	if _, err := r.Create(ctx, ne); err != nil {
+	if _, err := nr.Create(ctx, ne); err != nil {
 		t.Fatal(err)
 	}
-	nref := r.RefFor(ne)
-	t.Cleanup(func() { _ = r.Delete(context.Background(), nref) })
-	ndir := r.StateDir(nref.ID)
+	nref := nr.RefFor(ne)
+	t.Cleanup(func() { _ = nr.Delete(context.Background(), nref) })
+	ndir := nr.StateDir(nref.ID)
 	var nsup procID
 	if err := readJSON(filepath.Join(ndir, fileSupervisor), &nsup); err != nil {
 		t.Fatal(err)
@@ -108,12 +109,23 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 
 	secret, public := hostFiles(t)
 	sock := hostSocket(t)
-	he := env(hostileManifest(t, map[string]string{
+	targets := map[string]string{
 		"HOSTILE_SECRET": secret, "HOSTILE_PUBLIC": public, "HOSTILE_SOCKET": sock,
 		"HOSTILE_NEIGHBOUR_SOCKET": filepath.Join(ndir, fileControl), "HOSTILE_NEIGHBOUR_SPEC": filepath.Join(ndir, fileSpec),
 		"HOSTILE_NEIGHBOUR_PID": strconv.Itoa(nsup.Pid), "HOSTILE_NEIGHBOUR_START": strconv.FormatUint(nsup.Start, 10),
 		"HOSTILE_WORKDIR": work,
-	}), "pr-21")
+	}
+	// Negative control: the same attempts from this test process, on the
+	// host, get through (POST /update with a body that is no specification is answered 400,
+	// which is still an answer), so the service's failures below mean the
+	// sandbox, not a broken attempt.
+	for way, outcome := range hostileTries(func(k string) string { return targets[k] }) {
+		if outcome != "" {
+			t.Fatalf("from the host, %q should work but failed: %s", way, outcome)
+		}
+	}
+	_ = os.Remove(filepath.Join(work, "hostile-was-here"))
+	he := env(hostileManifest(t, targets), "pr-21")
 	st, err := r.Create(ctx, he)
 	if err != nil {
 		t.Fatal(err)
