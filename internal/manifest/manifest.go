@@ -57,7 +57,11 @@ type Service struct {
 	Web     bool
 	Env     map[string]string
 	Health  string
-	Pos     Position
+	// Dir is the application's own directory (local runtime): bound
+	// read-only into the service's private view and its working directory.
+	// Relative to the Terraform working directory.
+	Dir string
+	Pos Position
 }
 
 // Mode is what the egress gateway does with calls to a catalogue host.

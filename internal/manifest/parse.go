@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -288,6 +290,11 @@ func (r *reader) services(n *yaml.Node) []Service {
 				if len(s.Command) == 0 && v.Kind == yaml.SequenceNode {
 					r.failAt(v, refusal.ManifestBadValue, "%s.command is empty", where)
 				}
+				for i, a := range s.Command {
+					if strings.ContainsRune(a, 0) {
+						r.failAt(v.Content[i], refusal.ManifestBadValue, "%s.command[%d] contains a NUL character, which no program argument can hold", where, i)
+					}
+				}
 			}},
 			field{"port", false, func(_, v *yaml.Node) {
 				portNode = v
@@ -304,12 +311,28 @@ func (r *reader) services(n *yaml.Node) []Service {
 					if !envName.MatchString(e.Key) {
 						r.failAt(v.Content[2*i], refusal.ManifestBadValue, "%s.env key %q is not an environment variable name", where, e.Key)
 					}
+					if strings.ContainsRune(e.Value, 0) {
+						r.failAt(v.Content[2*i+1], refusal.ManifestBadValue, "%s.env.%s contains a NUL character, which no environment variable can hold", where, e.Key)
+					}
 				}
 			}},
 			field{"health", false, func(_, v *yaml.Node) {
 				s.Health = r.str(v, where+".health")
-				if !strings.HasPrefix(s.Health, "/") {
+				switch {
+				case !strings.HasPrefix(s.Health, "/"):
 					r.failAt(v, refusal.ManifestBadValue, "%s.health %q must be an HTTP path starting with /", where, s.Health)
+				case strings.IndexFunc(s.Health, unicode.IsControl) >= 0:
+					r.failAt(v, refusal.ManifestBadValue, "%s.health %q contains a control character, which no HTTP path can hold", where, s.Health)
+				default:
+					if _, err := url.ParseRequestURI(s.Health); err != nil {
+						r.failAt(v, refusal.ManifestBadValue, "%s.health %q is not an HTTP path: %v", where, s.Health, err)
+					}
+				}
+			}},
+			field{"dir", false, func(_, v *yaml.Node) {
+				s.Dir = r.str(v, where+".dir")
+				if s.Dir == "" || strings.IndexFunc(s.Dir, unicode.IsControl) >= 0 {
+					r.failAt(v, refusal.ManifestBadValue, "%s.dir %q must be a directory path without control characters", where, s.Dir)
 				}
 			}},
 		)

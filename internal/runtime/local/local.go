@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package local is the local runtime (runtime.provider: local): an
 // environment runs as local processes, each service's command (argv, no
 // shell), inside its own network namespace that holds only loopback.
@@ -10,9 +12,11 @@
 //	                                         ├─ control.sock (Read, Update, Delete)
 //	                                         └─ namespace helper = PID 1 of new user+net+mount+PID namespaces
 //	                                              ├─ lo up; 127.0.0.1:<p> → gw.sock; 127.0.0.1:53 → dns.sock
-//	                                              ├─ /run, state directories hidden; resolv.conf → 127.0.0.1
+//	                                              ├─ pivot into a private view (sandbox.go): system dirs and
+//	                                              │  services' dirs read-only, private /tmp /dev, fresh /proc
 //	                                              ├─ containment probe (exec shim, same rules as services)
-//	                                              └─ services (exec shim: no capabilities, no_new_privs),
+//	                                              └─ services (exec shim: no capabilities, no_new_privs,
+//	                                                 Landlock; nobody when the provider is root),
 //	                                                 HTTP_PROXY/HTTPS_PROXY = the gateway
 //
 // The namespaces are rootless (a user namespace) where the kernel permits;
@@ -55,7 +59,7 @@ import (
 // Codes the local runtime refuses with.
 var (
 	NoNamespace     = refusal.Register("AF-RUN-070", "The local runtime cannot make a network namespace on this machine, so it cannot contain an environment.", "Run on Linux with user namespaces enabled (user.max_user_namespaces above 0; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0), or run Terraform as root. Antifailure never starts an uncontained environment.")
-	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell); a relative path is relative to the directory Terraform runs in.")
+	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell): a relative path is relative to the service's dir, a bare name must be found in PATH within the system directories, and any other program must be inside dir.")
 	StartFailed     = refusal.Register("AF-RUN-072", "The local environment could not be started.", "Read the supervisor and helper logs in the environment's state directory, fix the cause, then apply again.")
 	NotReady        = refusal.Register("AF-RUN-073", "A service of the local environment did not become ready.", "Read the service's log named in the message; check its command, port and health path.")
 	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with its ID <app>/<env>) or destroy it, then apply again.")
@@ -64,34 +68,6 @@ var (
 
 // DefaultReadyTimeout bounds the wait for services to become ready.
 const DefaultReadyTimeout = 60 * time.Second
-
-// Options configure the local runtime. The zero value is the production
-// configuration.
-type Options struct {
-	// StateBase holds one directory per environment. Default DefaultStateBase().
-	StateBase string
-	// Probe chooses the containment probe's targets (tests point them at
-	// TEST-NET addresses in namespaces they create).
-	Probe ProbeOptions
-	// Isolation forces IsolationUserNS or IsolationRoot; "" picks the first
-	// that works (user namespace, then root when running as root).
-	Isolation string
-	// Executable is the binary re-executed as supervisor, helper, shim and
-	// probe; it must call MaybeRunHelper. Default os.Executable().
-	Executable string
-	// WorkDir is the services' working directory. Default: this process's.
-	WorkDir string
-	// ReadyTimeout bounds the wait for services. Default DefaultReadyTimeout.
-	ReadyTimeout time.Duration
-	// Hide are directories covered with an empty tmpfs inside the namespace,
-	// in addition to /run, /var/run, the X11 socket directory and StateBase.
-	Hide []string
-	// PrepareNamespace, if set, runs on the host after the namespace exists
-	// and before the probe, with AF_NS_PID set to its helper's pid. It is a
-	// test hook: negative-control tests give the namespace a way out with it
-	// and check that the probe catches it.
-	PrepareNamespace []string
-}
 
 // Runtime is the local runtime.
 type Runtime struct {
@@ -137,9 +113,15 @@ func (r *Runtime) Check(env runtime.Environment) error {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s has no command for the local runtime", s.Name).At(s.Pos.Line, s.Pos.Column))
 			continue
 		}
-		if err := commandExists(s.Command[0], dir); err != nil {
+		if err := r.checkDir(s.Dir, dir); err != nil {
+			errs = append(errs, refusal.New(BadDir, "Service %s: dir %q %v", s.Name, s.Dir, err).At(s.Pos.Line, s.Pos.Column))
+			continue
+		}
+		spec := serviceSpec{Name: s.Name, Command: s.Command, Dir: appDir(s.Dir, dir)}
+		if err := commandVisible(spec); err != nil {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s: command %q %v", s.Name, s.Command[0], err).At(s.Pos.Line, s.Pos.Column).
-				WithDetail("Commands run without a shell, from %s, with PATH=%s.", dir, os.Getenv("PATH")))
+				WithDetail("Commands run without a shell, inside the service's private view: the system directories (%s) and its dir at %s/%s; a relative command is relative to dir. PATH=%s.",
+					strings.Join(systemDirs, " "), appRoot, s.Name, os.Getenv("PATH")))
 		}
 	}
 	if len(errs) > 0 {
@@ -153,27 +135,6 @@ func (r *Runtime) workDir() (string, error) {
 		return filepath.Abs(r.opts.WorkDir)
 	}
 	return os.Getwd()
-}
-
-func commandExists(cmd, dir string) error {
-	path := cmd
-	if !strings.Contains(cmd, "/") {
-		p, err := exec.LookPath(cmd)
-		if err != nil {
-			return errors.New("is not found in PATH")
-		}
-		path = p
-	} else if !filepath.IsAbs(cmd) {
-		path = filepath.Join(dir, cmd)
-	}
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return fmt.Errorf("does not exist (%s)", path)
-	case fi.IsDir() || fi.Mode()&0o111 == 0:
-		return fmt.Errorf("is not executable (%s)", path)
-	}
-	return nil
 }
 
 // canIsolate makes (once per process) a throwaway namespace the way Create
@@ -197,7 +158,7 @@ func (r *Runtime) canIsolate() error {
 		for _, m := range isolationModes(r.opts.Isolation) {
 			cmd := exec.Command(exe)
 			cmd.Env = append(minimalEnv(), helperEnv+"="+modeCheck)
-			cmd.SysProcAttr = cloneAttr(m)
+			cmd.SysProcAttr = cloneAttr(m, "")
 			cmd.SysProcAttr.Pdeathsig = 0
 			err := cmd.Run()
 			if err == nil {
@@ -236,34 +197,13 @@ func (r *Runtime) spec(env runtime.Environment, routerPort int) (envSpec, error)
 		BaseEnv: minimalEnv(), Egress: egress.FromManifest(env.Manifest),
 		Probe:     ProbeRequest{Checks: r.opts.Probe.Checks(), Timeout: r.opts.Probe.timeout()},
 		Isolation: r.opts.Isolation, RouterPort: routerPort, ReadyTimeout: ready,
-		Prepare: r.opts.PrepareNamespace,
-		Hide:    r.hide(),
+		Prepare: r.opts.PrepareNamespace, StateBase: r.opts.StateBase, Weaken: r.opts.WeakenForTest,
 	}
 	for _, s := range env.Manifest.Services {
-		sp.Services = append(sp.Services, serviceSpec{Name: s.Name, Command: s.Command, Port: s.Port, Web: s.Web, Env: s.Env, Health: s.Health})
+		sp.Services = append(sp.Services, serviceSpec{Name: s.Name, Command: s.Command, Port: s.Port, Web: s.Web, Env: s.Env, Health: s.Health,
+			Dir: appDir(s.Dir, dir)})
 	}
 	return sp, nil
-}
-
-// hide lists the directories the namespace covers: the usual homes of host
-// sockets (a container engine, the system bus, X11), the directory of any
-// well-known socket elsewhere (~/.docker/run), and every environment's state
-// (their supervisors' control sockets). The probe then checks the sockets.
-func (r *Runtime) hide() []string {
-	dirs := []string{"/run", "/var/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", r.opts.StateBase}
-	for _, s := range wellKnownSockets() {
-		d := filepath.Dir(s)
-		covered := false
-		for _, h := range dirs {
-			if d == h || strings.HasPrefix(d, h+"/") {
-				covered = true
-			}
-		}
-		if !covered {
-			dirs = append(dirs, d)
-		}
-	}
-	return append(dirs, r.opts.Hide...)
 }
 
 // Create brings the environment up. It refuses, and leaves nothing behind,

@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -37,6 +39,7 @@ runtime: {provider: local}
 services:
   web:
     command: [%q, "-test.run=^$"]
+    dir: %q
     port: 8080
     web: true
     health: /healthz
@@ -47,7 +50,7 @@ egress:
     response: {status: 200, headers: {Content-Type: application/json}, body: '{"price": 42}'}
   - host: hooks.capture.test
     mode: capture
-`, exe, greeting)))
+`, exe, filepath.Dir(exe), greeting)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +63,8 @@ func testRuntime(t testing.TB, opts Options) *Runtime {
 		opts.StateBase = filepath.Join(t.TempDir(), "state")
 	}
 	if opts.Probe.Public == nil {
-		hidden, sock := hostSocket(t)
+		sock := hostSocket(t)
 		opts.Probe = testProbe(sock)
-		opts.Hide = append(opts.Hide, hidden)
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 20 * time.Second
@@ -347,10 +349,10 @@ func TestCreateRefusesNamespaceWithWayOut(t *testing.T) {
 // Negative control (b) through the whole runtime: the control cannot reach a
 // gateway, so Create refuses with AF-RUN-044 and leaves nothing.
 func TestCreateRefusesWhenControlFails(t *testing.T) {
-	hidden, sock := hostSocket(t)
+	sock := hostSocket(t)
 	p := testProbe(sock)
 	p.ControlProxy = "http://127.0.0.1:9" // nothing inside the namespace answers there
-	r := testRuntime(t, Options{Probe: p, Hide: []string{hidden}})
+	r := testRuntime(t, Options{Probe: p})
 	_, err := r.Create(context.Background(), env(testManifest(t, "x"), "pr-4"))
 	if !hasCode(err, probe.ControlFailed) {
 		t.Fatalf("create: %v", err)
@@ -490,7 +492,10 @@ func TestRootless(t *testing.T) {
 	if err := os.Chmod(tmp, 0o777); err != nil { // not subject to the umask
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "local.test")
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bin", "local.test")
 	src, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -498,13 +503,13 @@ func TestRootless(t *testing.T) {
 	if err := os.WriteFile(bin, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^(TestEnvironmentLifecycle|TestProbeCleanNamespaceIsContained|TestCreateRefusesWhenControlFails)$", "-test.count=1", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^(TestEnvironmentLifecycle|TestProbeCleanNamespaceIsContained|TestCreateRefusesWhenControlFails|TestHostileServiceFindsNoWayOut|TestWeakenedSandboxIsRefused)$", "-test.count=1", "-test.v")
 	cmd.Dir = tmp
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp, "AF_TEST_ROOTLESS_CHILD=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestEnvironmentLifecycle") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestEnvironmentLifecycle") || !strings.Contains(string(out), "--- PASS: TestHostileServiceFindsNoWayOut") {
 		t.Fatalf("rootless run failed: %v", err)
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -19,8 +21,15 @@ func TestMain(m *testing.M) {
 	if MaybeRunHelper() {
 		return
 	}
-	if os.Getenv("AF_TEST_SERVICE") == "web" {
+	switch os.Getenv("AF_TEST_SERVICE") {
+	case "web":
 		runTestService()
+		return
+	case "hostile":
+		runHostileService()
+		return
+	case "dial":
+		runControlDialer()
 		return
 	}
 	os.Exit(m.Run())

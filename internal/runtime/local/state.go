@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -37,13 +39,14 @@ type envSpec struct {
 	Key          string        `json:"key"`
 	App          string        `json:"app"`
 	Env          string        `json:"env"`
-	Dir          string        `json:"dir"` // the services' working directory
+	Dir          string        `json:"dir"`        // the Terraform working directory, which no service sees
+	StateBase    string        `json:"state_base"` // every environment's state directory is below it
 	BaseEnv      []string      `json:"base_env"`
 	Services     []serviceSpec `json:"services"`
 	Egress       egress.Config `json:"egress"`
 	Probe        ProbeRequest  `json:"probe"` // a control check with an empty target means this environment's gateway
 	Isolation    string        `json:"isolation,omitempty"`
-	Hide         []string      `json:"hide"`
+	Weaken       string        `json:"weaken,omitempty"`      // test-only, see WeakenUID
 	RouterPort   int           `json:"router_port,omitempty"` // preferred
 	ReadyTimeout time.Duration `json:"ready_timeout"`
 	Prepare      []string      `json:"prepare,omitempty"`
@@ -60,6 +63,7 @@ type serviceSpec struct {
 	Web     bool              `json:"web,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Health  string            `json:"health,omitempty"`
+	Dir     string            `json:"dir,omitempty"` // the application directory on the host, bound read-only
 }
 
 // stateFile is state.json: what runs, where, and the containment proof.
