@@ -47,7 +47,8 @@ func (r *Runtime) Update(context.Context, runtime.Environment, runtime.Ref) (run
 // Delete has nothing to remove.
 func (r *Runtime) Delete(context.Context, runtime.Ref) error { return nil }
 
-// RefFor names the environment as the Linux runtime would.
-func (r *Runtime) RefFor(env runtime.Environment) runtime.Ref {
-	return runtime.Ref{ID: env.Manifest.Name + "/" + env.Name}
+// Planned names the environment as the Linux runtime would.
+func (r *Runtime) Planned(env runtime.Environment) runtime.State {
+	id := runtime.KeyOf(env).LocalID()
+	return runtime.State{Ref: runtime.Ref{ID: id}, Namespace: id}
 }

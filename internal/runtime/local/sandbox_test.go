@@ -21,6 +21,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
 
 // needRoot: the host-uid boundary exists only when the provider runs as
@@ -95,9 +96,9 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 	if _, err := nr.Create(ctx, ne); err != nil {
 		t.Fatal(err)
 	}
-	nref := nr.RefFor(ne)
+	nref := nr.Planned(ne).Ref
 	t.Cleanup(func() { _ = nr.Delete(context.Background(), nref) })
-	ndir := nr.StateDir(nref.ID)
+	ndir := nr.StateDir(runtime.KeyOf(ne))
 	var nsup procID
 	if err := readJSON(filepath.Join(ndir, fileSupervisor), &nsup); err != nil {
 		t.Fatal(err)
@@ -130,7 +131,7 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	href := r.RefFor(he)
+	href := r.Planned(he).Ref
 	t.Cleanup(func() { _ = r.Delete(context.Background(), href) })
 	logAttempts(t, st.Containment)
 
@@ -203,7 +204,7 @@ func TestWeakenedSandboxIsRefused(t *testing.T) {
 			if !caught {
 				t.Fatalf("no %s attempt escaped:\n%s", c.category, detail)
 			}
-			if _, err := os.Stat(r.StateDir(r.RefFor(e).ID)); err == nil {
+			if _, err := os.Stat(r.StateDir(runtime.KeyOf(e))); err == nil {
 				t.Fatal("state directory left behind")
 			}
 			assertNoHelperProcesses(t, r.opts.StateBase)
@@ -302,7 +303,7 @@ func TestSupervisorRefusesBadInputWithoutPanic(t *testing.T) {
 				t.Fatalf("the supervisor did not answer cleanly: %v", err)
 			}
 			t.Logf("%s", refusal.All(err)[0].Summary)
-			if _, err := os.Stat(r.StateDir(r.RefFor(e).ID)); err == nil {
+			if _, err := os.Stat(r.StateDir(runtime.KeyOf(e))); err == nil {
 				t.Fatal("state directory left behind")
 			}
 		})
