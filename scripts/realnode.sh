@@ -16,6 +16,8 @@
 #   scripts/realnode.sh enforce-on|enforce-off   start / stop+clean kube-router only
 #   scripts/realnode.sh stop             end what start started, restore the host
 #   scripts/realnode.sh leftovers        list anything start left behind; rc 1 if so
+#   scripts/realnode.sh test             build, start --enforce, the RealNode tests, stop,
+#                                        leftovers (make test-realnode; REALNODE_RUN narrows -run)
 # After start: source $NODE_ROOT/run/env (KUBECONFIG, image references, node name).
 #
 # Learned from ../shared/recipes/kube-node.sh (see its report for why each
@@ -505,8 +507,24 @@ leftovers() { # anything a start may have left; rc 1 if so
   return $bad
 }
 
+run_tests() { # build, start --enforce, the RealNode tests (serially), stop, prove nothing is left
+  [[ $(id -u) == 0 ]] || die "the RealNode tests need root (iptables, sysctls, mounts)"
+  command -v terraform >/dev/null || die "terraform is not on PATH"
+  build
+  start --enforce
+  local rc=0 t0=$SECONDS
+  ( set -a; . "$R/env"; set +a; cd "$REPO"
+    TF_ACC=1 TF_ACC_TERRAFORM_PATH=${TF_ACC_TERRAFORM_PATH:-$(command -v terraform)} \
+      go test -tags realnode -p 1 -count=1 -timeout 30m -run "${REALNODE_RUN:-RealNode}" -v ./internal/provider ) || rc=$?
+  record "RealNode tests: rc=$rc $((SECONDS - t0))s"
+  stop
+  leftovers || rc=1
+  return $rc
+}
+
 case ${1:-} in
   build) build ;;
+  test) run_tests ;;
   build-router) build_kube_router ;;
   images) images ;;
   start) shift; start "$@" ;;
@@ -514,5 +532,5 @@ case ${1:-} in
   enforce-on) enforce_on ;;
   enforce-off) enforce_off ;;
   leftovers) leftovers ;;
-  *) echo "usage: $0 build|images|start [--enforce]|enforce-on|enforce-off|stop|leftovers" >&2; exit 2 ;;
+  *) echo "usage: $0 build|images|start [--enforce]|enforce-on|enforce-off|stop|leftovers|test" >&2; exit 2 ;;
 esac
