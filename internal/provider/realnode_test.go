@@ -38,6 +38,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 	"github.com/antifailure/terraform-provider-antifailure/internal/license"
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
@@ -389,4 +390,133 @@ func TestAccRealNode_NotEnforcing(t *testing.T) {
 	if err := n.checkNothingLeft(nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAccRealNode_ContainmentDrift: after a contained apply, a
+// NetworkPolicy deleted by hand, then the gateway's catalogue widened by
+// hand, each show in the next plan as an in-place update whose containment
+// verdict names what differs; the apply restores the object and runs the
+// probe again (a new probe result on the namespace) before the environment
+// counts as contained.
+func TestAccRealNode_ContainmentDrift(t *testing.T) {
+	n := needRealNode(t)
+	n.enforce(t, true)
+	var cnt kubeRequests
+	ctx := context.Background()
+	var ns, lastProbe string
+	probeRecord := func() string {
+		o, err := n.c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if err != nil {
+			return "unreadable: " + err.Error()
+		}
+		return o.Annotations[kube.AnnotationContainment]
+	}
+	drifted := func(what string) plancheck.PlanCheck {
+		return planCheckFunc(func(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+			for _, rc := range req.Plan.ResourceChanges {
+				if rc.Address != "antifailure_preview_environment.this" {
+					continue
+				}
+				if !rc.Change.Actions.Update() {
+					resp.Error = fmt.Errorf("want an in-place update, plan says %v", rc.Change.Actions)
+					return
+				}
+				before, _ := rc.Change.Before.(map[string]any)
+				c, _ := before["containment"].(map[string]any)
+				if v, _ := c["verdict"].(string); !strings.Contains(v, what) {
+					resp.Error = fmt.Errorf("the refreshed containment verdict %q does not name %q", v, what)
+				}
+				t.Logf("plan: containment verdict %q -> known after apply", c["verdict"])
+				return
+			}
+			resp.Error = fmt.Errorf("no change planned for the environment")
+		})
+	}
+	reprobed := func(s *terraform.State) error {
+		if v := stateAttr(s, "containment.verdict"); v != "contained" {
+			return fmt.Errorf("verdict %q after the repair", v)
+		}
+		now := probeRecord()
+		if now == lastProbe {
+			return fmt.Errorf("the probe did not run again: the namespace holds the same result")
+		}
+		lastProbe = now
+		t.Logf("re-probed in %s ms, %d API requests", stateAttr(s, "containment.duration_ms"), cnt.take())
+		return nil
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: n.providers(&cnt),
+		CheckDestroy:             n.checkNothingLeft,
+		Steps: []resource.TestStep{
+			{
+				Config: n.config("pr-3", ""),
+				Check: func(s *terraform.State) error {
+					ns, lastProbe = stateAttr(s, "namespace"), ""
+					lastProbe = probeRecord()
+					if stateAttr(s, "containment.verdict") != "contained" {
+						return fmt.Errorf("verdict %q", stateAttr(s, "containment.verdict"))
+					}
+					return nil
+				},
+			},
+			{
+				PreConfig: func() {
+					if err := n.c.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "af-services-to-gateway", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: n.config("pr-3", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{drifted("NetworkPolicy af-services-to-gateway deleted")},
+				},
+				Check: func(s *terraform.State) error {
+					if _, err := n.c.NetworkingV1().NetworkPolicies(ns).Get(ctx, "af-services-to-gateway", metav1.GetOptions{}); err != nil {
+						return fmt.Errorf("the policy was not restored: %w", err)
+					}
+					return reprobed(s)
+				},
+			},
+			{
+				PreConfig: func() {
+					cm, err := n.c.CoreV1().ConfigMaps(ns).Get(ctx, kube.GatewayConfigMap, metav1.GetOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg, err := egress.ParseConfig([]byte(cm.Data["config.json"]))
+					if err != nil {
+						t.Fatal(err)
+					}
+					cfg.Catalogue = append([]egress.Rule{{Host: "*.widened.test", Mode: manifest.ModeAllow}}, cfg.Catalogue...)
+					cm.Data["config.json"] = string(cfg.JSON())
+					if _, err := n.c.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: n.config("pr-3", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{drifted("ConfigMap " + kube.GatewayConfigMap + " changed")},
+				},
+				Check: func(s *terraform.State) error {
+					cm, err := n.c.CoreV1().ConfigMaps(ns).Get(ctx, kube.GatewayConfigMap, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if strings.Contains(cm.Data["config.json"], "widened.test") {
+						return fmt.Errorf("the widened catalogue was not restored: %s", cm.Data["config.json"])
+					}
+					return reprobed(s)
+				},
+			},
+			{
+				Config:           n.config("pr-3", ""),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
+			},
+		},
+	})
+}
+
+type planCheckFunc func(context.Context, plancheck.CheckPlanRequest, *plancheck.CheckPlanResponse)
+
+func (f planCheckFunc) CheckPlan(ctx context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	f(ctx, req, resp)
 }
