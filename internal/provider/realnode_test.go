@@ -520,3 +520,39 @@ type planCheckFunc func(context.Context, plancheck.CheckPlanRequest, *plancheck.
 func (f planCheckFunc) CheckPlan(ctx context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
 	f(ctx, req, resp)
 }
+
+// TestAccRealNode_NotEnforcingBesideAnother: one environment created while
+// kube-router enforces; then enforcement stops and a second environment's
+// probe reaches the first one's gateway (a tenant attempt that got an
+// answer): AF-RUN-043 naming it, and the second leaves nothing.
+func TestAccRealNode_NotEnforcingBesideAnother(t *testing.T) {
+	n := needRealNode(t)
+	n.enforce(t, true)
+	t.Cleanup(func() { n.enforce(t, true) })
+	var cnt kubeRequests
+	one := n.config("pr-4", "")
+	two := one + strings.Replace(strings.SplitN(n.config("pr-5", ""), "}\n", 2)[1], `"this"`, `"second"`, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: n.providers(&cnt),
+		CheckDestroy:             n.checkNothingLeft,
+		Steps: []resource.TestStep{
+			{Config: one},
+			{
+				PreConfig:   func() { n.enforce(t, false) },
+				Config:      two,
+				ExpectError: regexp.MustCompile(`(?s)AF-RUN-043.*tenant\s+tcp\s+10\.0\.\d+\.\d+:3128\s+escaped`),
+			},
+			{
+				PreConfig: func() {
+					n.enforce(t, true)
+					_, err := n.c.CoreV1().Namespaces().Get(context.Background(), "af-"+realNodeApp+"-pr-5", metav1.GetOptions{})
+					if !apierrors.IsNotFound(err) {
+						t.Errorf("the refused environment's namespace: %v", err)
+					}
+				},
+				Config:   one,
+				PlanOnly: true,
+			},
+		},
+	})
+}

@@ -26,9 +26,11 @@
 // Any failing step removes the namespace (and so everything in it) and waits
 // until it is gone before answering "Nothing was created."
 //
-// Cost: a refresh is four requests whatever the number of services (GET the
-// namespace, LIST Deployments, Services and Ingresses by label); a delete is
-// three (GET, DELETE with a UID precondition, one WATCH until gone).
+// Cost: a refresh is six requests whatever the number of services (GET the
+// namespace, LIST Deployments, Services, Ingresses, ConfigMaps and
+// NetworkPolicies); a delete is six (GET, three DELETE collections so that no
+// controller churns while the namespace terminates, DELETE with a UID
+// precondition, one WATCH until gone).
 package kubernetes
 
 import (

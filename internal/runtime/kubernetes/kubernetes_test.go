@@ -289,7 +289,7 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 	}
 	delReqs := cnt.reset()
 	t.Logf("delete: %d requests in %s: %v", len(delReqs), time.Since(start).Round(time.Millisecond), delReqs)
-	if len(delReqs) > 10 || count(delReqs, "DELETE ") != 1 {
+	if len(delReqs) > 10 || count(delReqs, "DELETE ") != 4 {
 		t.Errorf("delete took %d requests", len(delReqs))
 	}
 	if left := leftovers(t, eu, ns); len(left) != 0 {

