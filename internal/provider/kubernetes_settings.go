@@ -2,7 +2,9 @@ package provider
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
+	"time"
 
 	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
@@ -22,6 +24,7 @@ const (
 	envK8sIngressClass     = "AF_K8S_INGRESS_CLASS"
 	envK8sIngressNamespace = "AF_K8S_INGRESS_NAMESPACE"
 	envK8sClusterCIDRs     = "AF_K8S_CLUSTER_CIDRS"
+	envK8sGrace            = "AF_K8S_TERMINATION_GRACE"
 )
 
 // defaultIngressNamespace is where the ingress controller runs when the
@@ -51,6 +54,7 @@ type kubernetesProviderModel struct {
 	IngressClassName types.String `tfsdk:"ingress_class_name"`
 	IngressNamespace types.String `tfsdk:"ingress_namespace"`
 	ClusterCIDRs     types.List   `tfsdk:"cluster_cidrs"`
+	TerminationGrace types.Int64  `tfsdk:"termination_grace_seconds"`
 }
 
 func kubernetesProviderAttribute() providerschema.Attribute {
@@ -79,6 +83,9 @@ func kubernetesProviderAttribute() providerschema.Attribute {
 				"(RFC 1918, RFC 6598 shared space, link-local, IPv6 unique-local and link-local). Set it when the cluster uses public ranges " +
 				"internally. Falls back to `" + envK8sClusterCIDRs + "` (comma separated).",
 				Validators: []validator.List{refusingStrings(validClusterCIDR)}},
+			"termination_grace_seconds": providerschema.Int64Attribute{Optional: true, MarkdownDescription: desc(
+				"`terminationGracePeriodSeconds` of every pod of an environment, 0 to 600 (default 2: a preview's pods hold nothing worth a long drain, "+
+					"and Kubernetes' default of 30 s makes every destroy wait for it).", envK8sGrace)},
 		},
 	}
 }
@@ -170,3 +177,31 @@ func (pd *providerData) placeOnContext(m *manifest.Manifest, d *placement.Decisi
 	d.Target.KubeconfigContext = pd.k8sContext
 	return nil
 }
+
+// terminationGrace resolves termination_grace_seconds (nil: the runtime's
+// default), refusing what is not 0 to 600 seconds.
+func (m *kubernetesProviderModel) terminationGrace(getenv func(string) string) (*time.Duration, error) {
+	from, grace, set := "kubernetes.termination_grace_seconds", int64(0), false
+	if m != nil && !m.TerminationGrace.IsNull() && !m.TerminationGrace.IsUnknown() {
+		grace, set = m.TerminationGrace.ValueInt64(), true
+	}
+	if v := getenv(envK8sGrace); !set && v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, refusal.New(badGrace, "%s=%q is not a whole number of seconds", envK8sGrace, v).OnAttribute("kubernetes")
+		}
+		from, grace, set = envK8sGrace, n, true
+	}
+	if !set {
+		return nil, nil
+	}
+	if grace < 0 || grace > 600 {
+		return nil, refusal.New(badGrace, "%s is %d; it must be 0 to 600 seconds", from, grace).OnAttribute("kubernetes")
+	}
+	d := time.Duration(grace) * time.Second
+	return &d, nil
+}
+
+var badGrace = refusal.Register("AF-K8S-020",
+	"The kubernetes runtime's termination grace is not a whole number of seconds from 0 to 600.",
+	"Set kubernetes.termination_grace_seconds (or AF_K8S_TERMINATION_GRACE) to a value from 0 to 600, or leave it unset for the default of 2.")

@@ -258,7 +258,7 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.worker.running", "true"),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.web.image", "ghcr.io/acme/shop:1.4.2"),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.verdict", "contained"),
-					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.attempts.#", "17"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.attempts.#", "18"),
 					onlyInEU,
 				),
 			},
@@ -352,7 +352,7 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 		ProtoV6ProviderFactories: kubernetesTestProviders(&cnt),
 		Steps: []resource.TestStep{{
 			Config:      kubeConfig(te.Kubeconfig, "pr-2"),
-			ExpectError: regexp.MustCompile(`(?s)AF-RUN-043 The containment probe got out: 1 of 15 attempts escaped.*1\.1\.1\.1:443\s+escaped.*No application process or image was started\..*Created\s+and\s+removed\s+again:\s+namespace\s+af-tfshop-pr-2\s+on\s+context\s+eu-prod,.*containment\s+probe\s+Pod.*Nothing\s+is\s+left\.`),
+			ExpectError: regexp.MustCompile(`(?s)AF-RUN-043 The containment probe got out: 1 of 16 attempts escaped.*1\.1\.1\.1:443\s+escaped.*No application process or image was started\..*Created\s+and\s+removed\s+again:\s+namespace\s+af-tfshop-pr-2\s+on\s+context\s+eu-prod,.*containment\s+probe\s+Pod.*Nothing\s+is\s+left\.`),
 		}},
 	})
 	if left, _ := afObjects(eu); len(left) != 0 {

@@ -162,16 +162,17 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 				Computed:            true,
 				MarkdownDescription: "The containment probe's result from when the environment was created: the verdict, every attempt and how long the probe took.",
 				Attributes: map[string]schema.Attribute{
-					"verdict":     computedString("`contained` (anything else refuses the environment)."),
+					"verdict": computedString("`contained` (anything else refuses the environment). On refresh, `drifted: <what>` when a NetworkPolicy, the gateway's " +
+						"catalogue or its Deployment differs from what the probe ran under (changed, deleted or added by hand): the next apply restores them and probes again."),
 					"duration_ms": schema.Int64Attribute{Computed: true, MarkdownDescription: "How long the probe ran, in milliseconds."},
 					"attempts": schema.ListNestedAttribute{
 						Computed:            true,
 						MarkdownDescription: "Every attempt: what it tried to reach, how, and what happened.",
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host`, `tenant`, or `control` (the positive control: the egress gateway)."),
+							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host` (the local runtime's host), `node` (the pod's own node: reported, never deciding, since NetworkPolicy does not apply between a pod and its node), `tenant`, `canary` (the gateway's canary port, which no policy admits services to), or `control` (the positive control: the egress gateway)."),
 							"method":   computedString("How: `tcp`, `udp-dns`, `tcp-dns`, `dns-lookup`, `http`, `unix` (a host Unix socket; the target is its path)."),
 							"target":   computedString("The literal address (or, for a lookup, the name)."),
-							"outcome":  computedString("`blocked` or `escaped` for escape attempts; `reached` or `failed` for the control."),
+							"outcome":  computedString("`blocked`, `escaped` or `inconclusive` (never contained) for escape attempts; `node-reached` for a node attempt that got through; `reached` or `failed` for the control."),
 							"detail":   computedString("What the attempt saw."),
 						}},
 					},
@@ -298,11 +299,12 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 			if planned.URLs == nil {
 				plan.URLs = state.URLs
 			}
-			if updates(state, plan) {
+			if containmentDrifted(state.Containment) || updates(state, plan) {
 				// An update may have to start the environment afresh (its
 				// supervisor or namespace is gone), which probes again and
-				// may choose another router port: those values are known
-				// only after apply.
+				// may choose another router port; objects the probe ran
+				// under that changed by hand are restored and probed again:
+				// those values are known only after apply.
 				plan.Containment = types.ObjectUnknown(containmentAttrTypes)
 				if planned.URLs == nil {
 					plan.URLs = types.MapUnknown(types.StringType)

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 )
 
 // The translation between what the runtimes observe and the resource's
@@ -91,4 +93,14 @@ func containmentValue(res probe.Result, diags *diag.Diagnostics) types.Object {
 	})
 	diags.Append(d...)
 	return obj
+}
+
+// containmentDrifted reports a refreshed containment whose verdict names
+// objects that differ from what the probe ran under.
+func containmentDrifted(o types.Object) bool {
+	if o.IsNull() || o.IsUnknown() {
+		return false
+	}
+	v, ok := o.Attributes()["verdict"].(types.String)
+	return ok && strings.HasPrefix(v.ValueString(), kubernetes.DriftedPrefix)
 }

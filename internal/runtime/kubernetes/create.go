@@ -39,7 +39,8 @@ type creation struct {
 	nsCreated   bool   // the namespace is ours to remove
 	nsUID       types.UID
 	nsRV        string
-	made        []string // what exists because of this create, for the refusal after a rollback
+	made        []string     // what exists because of this create, for the refusal after a rollback
+	objects     objectHashes // what the probe runs under, as the API server returned it
 }
 
 // Create brings the environment up (see the package documentation for the
@@ -59,7 +60,7 @@ func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.
 	id := make([]byte, 12)
 	_, _ = rand.Read(id)
 	cr := &creation{
-		r: r, c: c, kctx: kctx, createID: hex.EncodeToString(id),
+		r: r, c: c, kctx: kctx, createID: hex.EncodeToString(id), objects: objectHashes{},
 		b: &builder{opts: r.opts, env: env, namespace: NamespaceFor(runtime.KeyOf(env))},
 	}
 	st, err := cr.run(ctx)
@@ -97,10 +98,12 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	nps := b.networkPolicies()
 	for i, np := range nps {
 		cr.step = "creating NetworkPolicy " + np.Name
-		if _, err := c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		got, err := c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
+		if err != nil {
 			cr.made = append(cr.made, fmt.Sprintf("%d of its %d NetworkPolicies", i, len(nps)))
 			return runtime.State{}, err
 		}
+		cr.objects.addPolicy(got)
 	}
 	cr.made = append(cr.made, fmt.Sprintf("its %d NetworkPolicies", len(nps)))
 
@@ -115,16 +118,19 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	egressCfg := b.egressConfig(t.clusterDNS)
 	t.publicName = publicNameFor(egressCfg)
 	cr.step = "creating ConfigMap " + GatewayConfigMap
-	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap(egressCfg), metav1.CreateOptions{}); err != nil {
+	cm, err := c.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap(egressCfg), metav1.CreateOptions{})
+	if err != nil {
 		return runtime.State{}, err
 	}
 	cr.made = append(cr.made, "ConfigMap "+GatewayConfigMap)
+	cr.objects.addConfigMap(cm)
 	cr.step = "creating Deployment " + GatewayName
 	gw, err := c.AppsV1().Deployments(ns).Create(ctx, b.gatewayDeployment(configHash(egressCfg)), metav1.CreateOptions{})
 	if err != nil {
 		return runtime.State{}, err
 	}
 	cr.made = append(cr.made, "Deployment "+GatewayName+" (the egress gateway)")
+	cr.objects.addGateway(gw)
 	cr.step = "waiting for the egress gateway to become available"
 	if err := waitRollout(ctx, c, ns, []*appsv1.Deployment{gw}, gw.ResourceVersion); err != nil {
 		return runtime.State{}, err
@@ -184,7 +190,7 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	for _, d := range deps {
 		all = append(all, *d)
 	}
-	return cr.r.assemble(runtime.Ref{ID: runtime.KeyOf(b.env).KubernetesID(cr.kctx)}, nsObj, all, svcs, ings), nil
+	return cr.r.assemble(runtime.Ref{ID: runtime.KeyOf(b.env).KubernetesID(cr.kctx)}, nsObj, all, svcs, ings, nil), nil
 }
 
 // clusterResolverIP is the ClusterIP of the cluster resolver's Service, or
@@ -285,14 +291,16 @@ func (cr *creation) createNamespace(ctx context.Context) error {
 	}
 }
 
-// recordContainment keeps the probe result on the namespace, where Read
-// finds it.
+// recordContainment keeps the probe result, and what it ran under, on the
+// namespace, where Read finds them.
 func (cr *creation) recordContainment(ctx context.Context, res probe.Result) (*corev1.Namespace, error) {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationContainment: string(raw)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		AnnotationContainment: string(raw), AnnotationContainmentObjects: cr.objects.annotation(),
+	}}})
 	ns, err := cr.c.CoreV1().Namespaces().Patch(ctx, cr.b.namespace, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return nil, err
