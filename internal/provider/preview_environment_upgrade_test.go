@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
@@ -167,5 +168,29 @@ func asVersion0(t *testing.T, tmp string, edit func(attrs map[string]any)) {
 	}
 	if err := os.WriteFile(states[0], b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportedImages: import reads an override back only where a service
+// runs another image than its manifest names; nothing is made up for a
+// service not running, for local (no images) or an unreadable manifest.
+func TestImportedImages(t *testing.T) {
+	src := "name: shop\nruntime: {provider: kubernetes}\nservices:\n  web: {image: shop:1, port: 8080, web: true}\n  worker: {image: shop:1}\n  cron: {image: shop:1}\n"
+	st := runtime.State{Source: src, Services: map[string]runtime.ServiceState{
+		"web": {Image: "shop:pr-42", Running: true}, "worker": {Image: "shop:1", Running: true},
+	}}
+	if got := importedImages(st); len(got) != 1 || got["web"] != "shop:pr-42" {
+		t.Fatalf("importedImages = %v, want only web = shop:pr-42", got)
+	}
+	local := runtime.State{Source: "name: shop\nruntime: {provider: local}\nservices: {web: {command: [./x], port: 8080, web: true}}\n",
+		Services: map[string]runtime.ServiceState{"web": {Running: true}}}
+	if _, err := manifest.Parse([]byte(local.Source)); err != nil {
+		t.Fatal(err)
+	}
+	if got := importedImages(local); len(got) != 0 {
+		t.Fatalf("local: importedImages = %v, want none", got)
+	}
+	if got := importedImages(runtime.State{Source: "{", Services: st.Services}); got != nil {
+		t.Fatalf("unreadable manifest: importedImages = %v, want nil", got)
 	}
 }
