@@ -153,19 +153,24 @@ removed {
 }
 
 // TestAccPreviewEnvironment_kubernetes_stateUpgradeFromV0_realState_KubeletStandIn,
-// through terraform against the real API servers: an environment recorded
-// by version 0 (schema_version 0, id eu-prod/af-tfshop-up-1) is read through
-// the upgrader as eu-prod/tfshop/up-1, found in the namespace it lives in,
-// and planned with no changes; the next apply records the new ID. The
-// control: the same version 0 state without the manifest and name that say
-// where app ends and env begins is refused with AF-RUN-092, not guessed.
+// through terraform against the real API servers: two environments recorded
+// by version 0 (schema_version 0, ids <context>/af-<app>-<env>) are read
+// through the upgrader and planned with no changes, and the next apply
+// records the new IDs: a: eu-prod/af-tfshop-up-1, created by version 0
+// (state holds manifest and name), becomes eu-prod/tfshop/up-1; b:
+// eu-prod/af-tfshop-u1, imported by version 0 (no manifest, no name, no
+// placement), splits one way only and becomes eu-prod/tfshop/u1, its
+// manifest read back from the namespace. Both are found in the namespaces
+// they live in. The control: a without the manifest and name that say where
+// app ends and env begins (tfshop/up-1 or tfshop-up/1) is refused with
+// AF-RUN-092, not guessed.
 func TestAccPreviewEnvironment_kubernetes_stateUpgradeFromV0_realState_KubeletStandIn(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TF_ACC_TEMP_DIR", tmp)
 	te, _ := kubeTestenv(t)
 	eu := te.Client(t, testenv.EU)
-	const addr, ns = "antifailure_preview_environment.this", "af-tfshop-up-1"
-	config := kubeImagesConfig(te.Kubeconfig, "up-1", nil, "")
+	const addrA, addrB = "antifailure_preview_environment.a", "antifailure_preview_environment.b"
+	config := kubeEnvironmentsConfig(te.Kubeconfig, [][3]string{{"a", "tfshop", "up-1"}, {"b", "tfshop", "u1"}}, "")
 	var manifestText string
 
 	resource.UnitTest(t, resource.TestCase{
@@ -180,18 +185,17 @@ func TestAccPreviewEnvironment_kubernetes_stateUpgradeFromV0_realState_KubeletSt
 			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(addr, "id", "eu-prod/tfshop/up-1"),
-					resource.TestCheckResourceAttr(addr, "namespace", ns),
+					resource.TestCheckResourceAttr(addrA, "id", "eu-prod/tfshop/up-1"),
+					resource.TestCheckResourceAttr(addrB, "id", "eu-prod/tfshop/u1"),
 					func(s *terraform.State) error {
-						manifestText = s.RootModule().Resources[addr].Primary.Attributes["manifest"]
+						manifestText = s.RootModule().Resources[addrA].Primary.Attributes["manifest"]
 						return nil
 					},
 				),
 			},
-			{ // The control: af-tfshop-up-1 splits as tfshop/up-1 or
-				// tfshop-up/1, and nothing else in the state says which.
+			{ // The control.
 				PreConfig: func() {
-					asVersion0(t, tmp, func(attrs map[string]any) {
+					asVersion0(t, tmp, "a", func(attrs map[string]any) {
 						attrs["id"], attrs["manifest"], attrs["name"] = "eu-prod/af-tfshop-up-1", nil, nil
 					})
 				},
@@ -199,25 +203,36 @@ func TestAccPreviewEnvironment_kubernetes_stateUpgradeFromV0_realState_KubeletSt
 				PlanOnly:    true,
 				ExpectError: regexp.MustCompile(`AF-RUN-092`),
 			},
-			{ // Version 0 as it recorded a created environment: upgraded,
-				// refreshed, nothing to change.
+			{ // Version 0 as it recorded a created and an imported
+				// environment: terraform plan (which refreshes) upgrades,
+				// reads and plans nothing to change; apply records the new
+				// IDs. (A plan without refresh would update b: until a
+				// refresh its state holds no manifest.)
 				PreConfig: func() {
-					asVersion0(t, tmp, func(attrs map[string]any) {
+					asVersion0(t, tmp, "a", func(attrs map[string]any) {
 						attrs["id"], attrs["manifest"], attrs["name"] = "eu-prod/af-tfshop-up-1", manifestText, "up-1"
 					})
+					asVersion0(t, tmp, "b", func(attrs map[string]any) {
+						attrs["id"] = "eu-prod/af-tfshop-u1"
+						for _, k := range []string{"manifest", "name", "target", "placement", "wait_for_rollout", "queue_position"} {
+							attrs[k] = nil
+						}
+					})
 				},
-				Config:   config,
-				PlanOnly: true,
-			},
-			{
 				Config: config,
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction(addrA, plancheck.ResourceActionNoop),
+					plancheck.ExpectResourceAction(addrB, plancheck.ResourceActionNoop),
+					plancheck.ExpectEmptyPlan(),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr(addr, "id", "eu-prod/tfshop/up-1"),
-					resource.TestCheckResourceAttr(addr, "namespace", ns),
-					resource.TestCheckResourceAttr(addr, "services.web.running", "true"),
+					resource.TestCheckResourceAttr(addrA, "id", "eu-prod/tfshop/up-1"),
+					resource.TestCheckResourceAttr(addrA, "namespace", "af-tfshop-up-1"),
+					resource.TestCheckResourceAttr(addrA, "services.web.running", "true"),
+					resource.TestCheckResourceAttr(addrB, "id", "eu-prod/tfshop/u1"),
+					resource.TestCheckResourceAttr(addrB, "name", "u1"),
+					resource.TestCheckResourceAttr(addrB, "namespace", "af-tfshop-u1"),
+					resource.TestCheckResourceAttr(addrB, "services.web.running", "true"),
 				),
 			},
 		},

@@ -72,7 +72,7 @@ func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) 
 	legacy := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(nested))), "shop-pr-1")
 
 	toV0 := func() {
-		asVersion0(t, tmp, func(attrs map[string]any) { attrs["id"], attrs["namespace"] = "shop-pr-1", "shop-pr-1" })
+		asVersion0(t, tmp, "b", func(attrs map[string]any) { attrs["id"], attrs["namespace"] = "shop-pr-1", "shop-pr-1" })
 		// Where version 0 kept it. The supervisor works relative to its
 		// directory, so it keeps running across the rename.
 		if err := os.Rename(nested, legacy); err != nil {
@@ -139,11 +139,11 @@ func code(err error) refusal.Code {
 	return ""
 }
 
-// asVersion0 rewrites the one resource instance of the test's state (under
+// asVersion0 rewrites resource name of the test's state (under
 // TF_ACC_TEMP_DIR tmp) as version 0 recorded it: schema_version 0 and the
 // attributes edit changes, so that the next terraform command upgrades a
 // real state file.
-func asVersion0(t *testing.T, tmp string, edit func(attrs map[string]any)) {
+func asVersion0(t *testing.T, tmp, name string, edit func(attrs map[string]any)) {
 	t.Helper()
 	states, _ := filepath.Glob(filepath.Join(tmp, "*", "*", "terraform.tfstate"))
 	if len(states) == 0 {
@@ -160,9 +160,18 @@ func asVersion0(t *testing.T, tmp string, edit func(attrs map[string]any)) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		t.Fatal(err)
 	}
-	inst := st["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
-	inst["schema_version"] = 0
-	edit(inst["attributes"].(map[string]any))
+	found := false
+	for _, r := range st["resources"].([]any) {
+		if res := r.(map[string]any); res["name"] == name {
+			inst := res["instances"].([]any)[0].(map[string]any)
+			inst["schema_version"] = 0
+			edit(inst["attributes"].(map[string]any))
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no resource %q in %s", name, states[0])
+	}
 	if b, err = json.Marshal(st); err != nil {
 		t.Fatal(err)
 	}
