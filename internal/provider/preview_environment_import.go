@@ -56,12 +56,18 @@ func parseImportID(id string) (kind, kctx string, k runtime.Key, err error) {
 
 // completeImported fills in, after an import, what only the configuration
 // had recorded before: the manifest the environment runs (when the runtime
-// keeps it), wait_for_rollout's default, and the placement it implies. Quiet
-// when the placement cannot be decided (a license problem, say): the next
-// plan then shows and refuses it, and refresh is never blocked.
+// keeps it), the image overrides it runs with, wait_for_rollout's default,
+// and the placement the manifest implies. Quiet when the placement cannot be
+// decided (a license problem, say): the next plan then shows and refuses it,
+// and refresh is never blocked.
 func (r *previewEnvironmentResource) completeImported(pd *providerData, m *previewEnvironmentModel, st runtime.State) {
+	// manifest is required, so it is null only right after an import.
 	if m.Manifest.IsNull() && st.Source != "" {
 		m.Manifest = types.StringValue(st.Source)
+		var quiet diag.Diagnostics
+		if images := importedImages(st); len(images) > 0 {
+			m.Images = stringMap(images, &quiet)
+		}
 	}
 	if m.WaitForRollout.IsNull() {
 		m.WaitForRollout = types.BoolValue(true)
@@ -82,4 +88,24 @@ func (r *previewEnvironmentResource) completeImported(pd *providerData, m *previ
 		m.Target = types.StringNull()
 		m.Placement = types.ObjectNull(envPlacementAttrTypes)
 	}
+}
+
+// importedImages is the images attribute an environment runs with, read back
+// from the runtime: every service whose observed image is not the one its
+// manifest names was given an override. A service not observed, or observed
+// with no image (local runs commands), has none. An override equal to the
+// manifest's own image cannot be told apart from no override; the plan then
+// adds it in place, with nothing to change on the environment.
+func importedImages(st runtime.State) map[string]string {
+	m, err := manifest.Parse([]byte(st.Source))
+	if err != nil {
+		return nil
+	}
+	images := map[string]string{}
+	for _, s := range m.Services {
+		if got := st.Services[s.Name].Image; got != "" && got != s.Image {
+			images[s.Name] = got
+		}
+	}
+	return images
 }

@@ -130,7 +130,9 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Read: true, Update: true, Delete: true}),
 			"runtime":  computedString("The runtime provider the manifest names (`local` or `kubernetes`)."),
 			"target":   computedString("The placed target's name (the runtime provider itself when the manifest declares no targets). A change of placement replaces the environment."),
-			"kubeconfig_context": computedString("The kubeconfig context of the placed target (`kubernetes` only; empty otherwise). " +
+			"kubeconfig_context": computedString("The kubeconfig context the environment lives on (`kubernetes` only; an empty string on `local`): the placed target's " +
+				"`kubeconfig_context`, or, when the manifest declares no targets, the provider's `kubernetes.context` (`AF_K8S_CONTEXT`); with neither the plan is " +
+				"refused (`AF-K8S-030`), and the kubeconfig's current-context is never used. It is the first part of the ID, and a change replaces the environment. " +
 				"A context missing from the kubeconfig is refused at plan, listing the contexts that exist."),
 			"placement": schema.SingleNestedAttribute{
 				Computed:            true,

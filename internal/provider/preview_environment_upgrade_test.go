@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
@@ -73,31 +74,7 @@ func TestAccPreviewEnvironment_local_stateUpgradeFromV0_realState(t *testing.T) 
 	legacy := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(nested))), "shop-pr-1")
 
 	toV0 := func() {
-		states, _ := filepath.Glob(filepath.Join(tmp, "*", "*", "terraform.tfstate"))
-		if len(states) == 0 {
-			states, _ = filepath.Glob(filepath.Join(tmp, "*", "terraform.tfstate"))
-		}
-		if len(states) != 1 {
-			t.Fatalf("want one state file under %s, found %v", tmp, states)
-		}
-		b, err := os.ReadFile(states[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st map[string]any
-		if err := json.Unmarshal(b, &st); err != nil {
-			t.Fatal(err)
-		}
-		inst := st["resources"].([]any)[0].(map[string]any)["instances"].([]any)[0].(map[string]any)
-		inst["schema_version"] = 0
-		attrs := inst["attributes"].(map[string]any)
-		attrs["id"], attrs["namespace"] = "shop-pr-1", "shop-pr-1"
-		if b, err = json.Marshal(st); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(states[0], b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		asVersion0(t, tmp, "b", func(attrs map[string]any) { attrs["id"], attrs["namespace"] = "shop-pr-1", "shop-pr-1" })
 		// Where version 0 kept it. The supervisor works relative to its
 		// directory, so it keeps running across the rename.
 		if err := os.Rename(nested, legacy); err != nil {
@@ -162,4 +139,69 @@ func code(err error) refusal.Code {
 		return rs[0].Code
 	}
 	return ""
+}
+
+// asVersion0 rewrites resource name of the test's state (under
+// TF_ACC_TEMP_DIR tmp) as version 0 recorded it: schema_version 0 and the
+// attributes edit changes, so that the next terraform command upgrades a
+// real state file.
+func asVersion0(t *testing.T, tmp, name string, edit func(attrs map[string]any)) {
+	t.Helper()
+	states, _ := filepath.Glob(filepath.Join(tmp, "*", "*", "terraform.tfstate"))
+	if len(states) == 0 {
+		states, _ = filepath.Glob(filepath.Join(tmp, "*", "terraform.tfstate"))
+	}
+	if len(states) != 1 {
+		t.Fatalf("want one state file under %s, found %v", tmp, states)
+	}
+	b, err := os.ReadFile(states[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range st["resources"].([]any) {
+		if res := r.(map[string]any); res["name"] == name {
+			inst := res["instances"].([]any)[0].(map[string]any)
+			inst["schema_version"] = 0
+			edit(inst["attributes"].(map[string]any))
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no resource %q in %s", name, states[0])
+	}
+	if b, err = json.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(states[0], b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImportedImages: import reads an override back only where a service
+// runs another image than its manifest names; nothing is made up for a
+// service not running, for local (no images) or an unreadable manifest.
+func TestImportedImages(t *testing.T) {
+	src := "name: shop\nruntime: {provider: kubernetes}\nservices:\n  web: {image: shop:1, port: 8080, web: true}\n  worker: {image: shop:1}\n  cron: {image: shop:1}\n"
+	st := runtime.State{Source: src, Services: map[string]runtime.ServiceState{
+		"web": {Image: "shop:pr-42", Running: true}, "worker": {Image: "shop:1", Running: true},
+	}}
+	if got := importedImages(st); len(got) != 1 || got["web"] != "shop:pr-42" {
+		t.Fatalf("importedImages = %v, want only web = shop:pr-42", got)
+	}
+	local := runtime.State{Source: "name: shop\nruntime: {provider: local}\nservices: {web: {command: [./x], port: 8080, web: true}}\n",
+		Services: map[string]runtime.ServiceState{"web": {Running: true}}}
+	if _, err := manifest.Parse([]byte(local.Source)); err != nil {
+		t.Fatal(err)
+	}
+	if got := importedImages(local); len(got) != 0 {
+		t.Fatalf("local: importedImages = %v, want none", got)
+	}
+	if got := importedImages(runtime.State{Source: "{", Services: st.Services}); got != nil {
+		t.Fatalf("unreadable manifest: importedImages = %v, want nil", got)
+	}
 }
