@@ -47,6 +47,7 @@ resource "antifailure_preview_environment" %q {
     services:
       web:
         command: [%q, "-test.run=^$"]
+        dir: %q
         port: 8080
         web: true
         health: /healthz
@@ -56,7 +57,7 @@ resource "antifailure_preview_environment" %q {
           GREETING: %s
   EOT
 }
-`, e.label, e.env, e.app, exe, marker, e.greeting)
+`, e.label, e.env, e.app, exe, filepath.Dir(exe), marker, e.greeting)
 	}
 	return b.String() + extra
 }
