@@ -1,6 +1,8 @@
 package provider
 
 import (
+	"regexp"
+
 	providerschema "github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
@@ -27,8 +29,9 @@ func kubernetesProviderAttribute() providerschema.Attribute {
 		MarkdownDescription: "Settings of the `kubernetes` runtime. Unset values take the runtime's defaults.",
 		Attributes: map[string]providerschema.Attribute{
 			"gateway_image": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
-				"Image of the environment's egress gateway (default `"+kubernetes.DefaultGatewayImage+"`, built from this provider by `Dockerfile.gateway`: "+
-					"the image runs `terraform-provider-antifailure gateway`). Mirror it into your registry for clusters without access to the default.", envK8sGatewayImage)},
+				"Image of the environment's egress gateway (default `"+kubernetes.GatewayImageRepository+":<this provider's version>`, the image released with it: "+
+					"it holds this provider's own linux binary and runs `terraform-provider-antifailure gateway`; its digests are published beside the release's SHA256SUMS). "+
+					"Mirror it into your registry for clusters without access to the default. A development build (version `dev`) has no default and refuses with `AF-CFG-020` until this is set.", envK8sGatewayImage)},
 			"probe_image": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
 				"Image of the containment probe pod (default `"+kubernetes.DefaultProbeImage+"`, a stock busybox: the probe is a shell script).", envK8sProbeImage)},
 			"ingress_class_name": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
@@ -48,4 +51,18 @@ func (m *kubernetesProviderModel) options(getenv func(string) string) kubernetes
 		ProbeImage:       stringOr(cfg.ProbeImage, getenv(envK8sProbeImage)),
 		IngressClassName: stringOr(cfg.IngressClassName, getenv(envK8sIngressClass)),
 	}
+}
+
+// imageTag is what an OCI tag may be; a version outside it has no image.
+var imageTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// DefaultGatewayImage is the gateway image released with provider version
+// version: the repository tagged with the version itself, never :latest
+// (which would run another version's gateway). "dev", a plain go build, has
+// none, and the Kubernetes runtime then refuses with AF-CFG-020.
+func DefaultGatewayImage(version string) string {
+	if version == "dev" || !imageTag.MatchString(version) {
+		return ""
+	}
+	return kubernetes.GatewayImageRepository + ":" + version
 }

@@ -4,6 +4,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -157,6 +158,7 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 	pd := &providerData{edition: edition, now: p.deps.now, getenv: getenv}
 	pd.ecs = cfg.ECS.settings()
 	pd.k8s = cfg.Kubernetes.options(getenv)
+	pd.k8s.GatewayImage = cmp.Or(pd.k8s.GatewayImage, DefaultGatewayImage(p.version))
 	pd.runtimes = &runtimeCache{build: p.deps.runtimes, built: map[string]runtime.Runtime{}}
 	if pd.policy, err = readPolicy(cfg.Policy, getenv(envAllowedRegions)); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("policy").AtName("allowed_regions"))
