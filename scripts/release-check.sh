@@ -87,9 +87,15 @@ for t in $TARGETS; do
   bin=$d/$exe
   [[ -f $bin ]] || fail "$t: the zip has no $exe ($(ls "$d"))"
   m=$(go version -m "$bin") || fail "$t: go version -m"
-  for s in "GOOS=$os" "GOARCH=$arch" "CGO_ENABLED=0" "-trimpath=true" "-X main.version=$ver" "-s -w"; do
+  for s in "GOOS=$os" "GOARCH=$arch" "CGO_ENABLED=0" "-trimpath=true"; do
     grep -qF -- "$s" <<<"$m" || fail "$t: go version -m lacks '$s':"$'\n'"$m"
   done
+  # -trimpath keeps -ldflags out of the build info: the version set by
+  # -X main.version is in the binary as the string itself (the linux/amd64
+  # binary is also run below), and a tagged release's build info names it.
+  LC_ALL=C grep -qaF -- "$ver" "$bin" || fail "$t: the binary does not hold its version $ver"
+  modver=$(awk '$1 == "mod" {print $3}' <<<"$m")
+  [[ $ver == *-snapshot || $modver == "(devel)" || $modver == "v$ver" ]] || fail "$t: build info names module version $modver, not v$ver"
   grep -q "/work/\|/root/\|/home/" "$bin" && fail "$t: the binary embeds a local build path"
   if [[ $os == linux ]]; then
     readelf -lW "$bin" | grep -q INTERP && fail "$t: dynamically linked (has an ELF interpreter)"
@@ -132,7 +138,7 @@ assert "antifailure_preview_environment" in s["resource_schemas"], s.keys()
 assert "gateway_image" in s["provider"]["block"]["attributes"]["kubernetes"]["nested_type"]["attributes"]
 print(f"[release-check] ok: schema: {len(s['resource_schemas'])} resources, {len(s.get('data_source_schemas', {}))} data sources", file=sys.stderr)
 PY
-  ok "linux_amd64: runs, reports $ver and default gateway image :$ver, served its schema to $("$TERRAFORM" version | head -1)"
+  ok "linux_amd64: runs, reports $ver and default gateway image :$ver, served its schema to $(TF_CLI_CONFIG_FILE=$work/tf/cli.tfrc "$TERRAFORM" version 2>/dev/null | head -1)"
 fi
 
 # --- the gateway image ----------------------------------------------------------------
@@ -140,7 +146,7 @@ fi
 # its digests the published ones (internal/ociimage's release test).
 platforms=$(for t in $TARGETS; do [[ $t == linux_* ]] && echo "linux/${t#linux_}"; done | paste -sd,)
 AF_RELEASE_DIST=$(realpath "$DIST") AF_RELEASE_VERSION=$ver AF_RELEASE_PLATFORMS=$platforms AF_RELEASE_BINARIES=$work \
-  go test ./internal/ociimage -count=1 -run '^TestRelease' -v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' >&2 \
+  go test ./internal/ociimage -count=1 -run '^TestGatewayImageRoundTrip$' -v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' >&2 \
   || fail "gateway image"
 ok "gateway image $ver ($platforms) holds the released binaries; digests match $(basename "$DIST/${NAME}_${ver}_gateway_image_digests.txt")"
 log "PASS: release $ver"
