@@ -19,10 +19,12 @@ cd "$(dirname "$0")/.."
 TOOLS_DIR=${TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/antifailure-tools}
 TOFU_VERSION=${TOFU_VERSION:-1.12.6}
 TERRAFORM_FLOOR_VERSION=${TERRAFORM_FLOOR_VERSION:-1.8.5}
-# The subset: every test whose name matches runs under each CLI. It covers
-# placement, the DNS check, the provider functions (why 1.8 is the floor)
-# and the local resource.
-COMPAT_RUN=${COMPAT_RUN:-'^TestAcc(Placement|DNSCheck|Function|LocalEnvironment)'}
+# The subset: placement, the DNS check, the provider functions (why 1.8 is
+# the floor; while the provider has none, none run) and the local resource.
+# Each group must have run and passed: a regexp that matched nothing would
+# otherwise pass.
+COMPAT_RUN=${COMPAT_RUN:-'^TestAcc(Placement_|DNSFirewallCheck|PreviewEnvironment_local$|[A-Za-z]*Function)'}
+COMPAT_REQUIRED=(TestAccPlacement_ TestAccDNSFirewallCheck TestAccPreviewEnvironment_local)
 
 log() { echo "[compat $(date +%T)] $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -55,7 +57,7 @@ build_one() {
   local work=$TOOLS_DIR/build/$(basename "$bin")
   rm -rf "$work" && cp -r "$src" "$work" && chmod -R u+w "$work"
   (cd "$work" && GOWORK=off GOFLAGS=-buildvcs=false CGO_ENABLED=0 \
-     go build -trimpath -ldflags '-s -w' -o "$bin.tmp" "$pkg") >"$l" 2>&1 \
+     go build -trimpath -ldflags "-s -w -X $mod/version.dev=no" -o "$bin.tmp" "$pkg") >"$l" 2>&1 \
     || { tail -30 "$l" >&2; die "build of $mod@$ver failed (log: $l)"; }
   mv "$bin.tmp" "$bin"
   rm -rf "$work"
@@ -74,10 +76,31 @@ case $cmd in
     build_one "${2:?tofu|terraform-floor}"; read -r _ _ _ bin <<<"$(module_of "$2")"; echo "$bin" ;;
   test)
     build_one "${2:?tofu|terraform-floor}"; read -r _ _ _ bin <<<"$(module_of "$2")"
-    "$bin" version
+    required=("${COMPAT_REQUIRED[@]}")
+    # Provider functions (one file each, *function*.go), once there are
+    # any, must run too.
+    if ls internal/provider/*function*.go 2>/dev/null | grep -qv _test.go; then required+=(Function); fi
+    # A CLI config that does not exist makes both CLIs print a warning
+    # before their version, which terraform-plugin-testing cannot parse.
+    if [[ -n ${TF_CLI_CONFIG_FILE:-} && ! -f $TF_CLI_CONFIG_FILE ]]; then
+      TF_CLI_CONFIG_FILE=$(mktemp) && export TF_CLI_CONFIG_FILE
+    fi
+    # The tests' configurations name no provider source, so each CLI looks
+    # for hashicorp/antifailure on its own default registry; the in-process
+    # provider must be attached under that address (and only that one:
+    # OpenTofu refuses terraform-plugin-testing's legacy "-" namespace).
+    export TF_ACC_PROVIDER_NAMESPACE=hashicorp
+    [[ $2 == tofu ]] && export TF_ACC_PROVIDER_HOST=registry.opentofu.org
     log "acceptance subset $COMPAT_RUN against $bin"
-    TF_ACC=1 TF_ACC_TERRAFORM_PATH=$bin TF_ACC_PROVIDER_NAMESPACE=antifailure \
-      go test ./internal/provider -count=1 -timeout 20m -run "$COMPAT_RUN" -v 2>&1 | tee "${COMPAT_LOG:-/dev/null}" \
-      | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' ;;
+    out=$(mktemp)
+    rc=0
+    TF_ACC=1 TF_ACC_TERRAFORM_PATH=$bin go test ./internal/provider -count=1 -timeout 20m -run "$COMPAT_RUN" -v >"$out" 2>&1 || rc=$?
+    grep -E '^(=== RUN|\s*--- |PASS|FAIL|ok|panic)' "$out" || true
+    if ((rc != 0)); then tail -60 "$out" >&2; rm -f "$out"; die "acceptance subset failed against $bin"; fi
+    for r in "${required[@]}"; do
+      grep -qE "^--- PASS: [A-Za-z_]*$r" "$out" || { rm -f "$out"; die "no passing test matched $r against $bin"; }
+    done
+    log "$(grep -c '^--- PASS' "$out") tests passed against $("$bin" version | head -1)"
+    rm -f "$out" ;;
   *) sed -n '2,16p' "$0" >&2; exit 2 ;;
 esac
