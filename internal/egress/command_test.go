@@ -63,3 +63,50 @@ func TestCommandRefusesMissingFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandCanaryAnswersEveryConnection: the canary accepts and answers,
+// so that a connection to it that fails can only be a block.
+func TestCommandCanaryAnswersEveryConnection(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfgPath, testConfig(t).JSON(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	httpAddr, canary := free(), free()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Command(ctx, []string{"--config=" + cfgPath, "--http=" + httpAddr, "--canary=" + canary})
+	}()
+	var got []byte
+	var err error
+	for i := 0; i < 100; i++ {
+		var c net.Conn
+		if c, err = net.Dial("tcp", canary); err == nil {
+			got, err = io.ReadAll(c)
+			c.Close()
+			if len(got) > 0 {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if string(got) != CanaryReply {
+		t.Fatalf("canary answered %q, %v", got, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.Dial("tcp", canary); err == nil {
+		c.Close()
+		t.Fatal("the canary still accepts after the gateway stopped")
+	}
+}

@@ -22,9 +22,10 @@ import (
 
 // Codes this package refuses with.
 var (
-	Escaped       = refusal.Register("AF-RUN-043", "The containment probe got out: an escape attempt reached its target, so the environment has a way out.", "Fix the network isolation (for Kubernetes: a CNI plugin that enforces NetworkPolicy) and apply again.")
-	ControlFailed = refusal.Register("AF-RUN-044", "The containment probe could not reach the environment's own egress gateway, so its blocked attempts prove nothing.", "Check that the egress gateway is running and reachable from the environment, then apply again.")
-	NoAttempts    = refusal.Register("AF-RUN-045", "The containment probe reported no attempts or an unreadable result.", "Read the probe's log for the reason, then apply again.")
+	Escaped         = refusal.Register("AF-RUN-043", "The containment probe got out: an escape attempt reached its target, so the environment has a way out.", "Fix the network isolation (for Kubernetes: a CNI plugin that enforces NetworkPolicy) and apply again.")
+	ControlFailed   = refusal.Register("AF-RUN-044", "The containment probe could not reach the environment's own egress gateway, so its blocked attempts prove nothing.", "Check that the egress gateway is running and reachable from the environment, then apply again.")
+	NoAttempts      = refusal.Register("AF-RUN-045", "The containment probe reported no attempts or an unreadable result.", "Read the probe's log for the reason, then apply again.")
+	UnclearAttempts = refusal.Register("AF-RUN-110", "The containment probe is inconclusive: an attempt neither got through nor was clearly blocked, so containment is unproven.", "Read the attempt's detail (a tool missing in the probe image, an unexpected exit), fix the probe image or the cluster, then apply again.")
 )
 
 // Category says what an attempt tries to reach.
@@ -37,22 +38,62 @@ const (
 	PublicName   Category = "public-name"   // resolving a public name at all
 	Metadata     Category = "metadata"      // link-local metadata addresses
 	ControlPlane Category = "control-plane" // the cluster's API server
-	Host         Category = "host"          // the node or host machine
+	Host         Category = "host"          // the host machine (local runtime)
+	Node         Category = "node"          // the pod's own node (kubernetes): reported, never decides
 	Tenant       Category = "tenant"        // another environment
+	Canary       Category = "canary"        // the environment's own canary: a listener no policy admits services to
 	Control      Category = "control"       // the positive control: the egress gateway
 )
 
 // Outcome is what happened to one attempt.
 type Outcome string
 
-// The outcomes. Escape attempts end Blocked or Escaped; the control ends
-// Reached or Failed.
+// The outcomes. Escape attempts end Blocked, Escape or Unclear; the
+// control ends Reached or Failed; an attempt at the node that got through is
+// NodeReached.
+//
+// What counts as what is the same on every runtime (Judge, TCPOutcome, and
+// the Kubernetes probe script, which a test runs against the same three
+// situations):
+//
+//   - tcp (public, tcp-dns resolver, metadata, control-plane, tenant, canary,
+//     host, node): a completed connection is escaped. A refusal, a reset, an
+//     unreachable network or host, or no answer before the timeout is
+//     blocked: every target is one that accepts when it is reachable (a
+//     public service, a resolver, the API server, a gateway, a canary), and
+//     an enforcing plugin answers with exactly these (kube-router REJECTs:
+//     "connection refused" after about 1 s). That a refusal also comes from
+//     a reachable host with a closed port is why the canary and the positive
+//     control exist: an accepting target the policies must block, and one
+//     they must let through.
+//   - udp-dns: any DNS answer, even an error code, is escaped; no answer is
+//     blocked.
+//   - dns-lookup: a name resolved is escaped; no answer, or "can't find", is
+//     blocked.
+//   - anything else (a tool missing in the probe image, an exit status the
+//     probe does not know, an outcome this package does not know) is
+//     inconclusive, and an inconclusive attempt never lets a verdict be
+//     contained.
+//   - node: NetworkPolicy never applies between a pod and its own node, so
+//     node attempts cannot tell enforcement apart; a node reached is
+//     reported as NodeReached with a warning and never decides the verdict.
+//     (host, the local runtime's host machine, decides like any other.)
 const (
-	Blocked Outcome = "blocked"
-	Escape  Outcome = "escaped"
-	Reached Outcome = "reached"
-	Failed  Outcome = "failed"
+	Blocked     Outcome = "blocked"
+	Escape      Outcome = "escaped"
+	Unclear     Outcome = "inconclusive"
+	NodeReached Outcome = "node-reached"
+	Reached     Outcome = "reached"
+	Failed      Outcome = "failed"
 )
+
+// TCPOutcome judges a TCP connect: err is the dial's result (nil: connected).
+func TCPOutcome(err error) Outcome {
+	if err == nil {
+		return Escape
+	}
+	return Blocked
+}
 
 // Attempt is one try and its result.
 type Attempt struct {
@@ -92,31 +133,41 @@ type Result struct {
 	Verdict  Verdict
 	Attempts []Attempt
 	Duration time.Duration
+	// Warnings say what the probe saw that does not decide the verdict
+	// (a node reached).
+	Warnings []string `json:",omitempty"`
 }
 
-// Judge turns attempts into a verdict. Any escape wins over everything else;
-// then a failed or missing control; an empty run proves nothing.
+// Judge turns attempts into a verdict: any escape wins over everything
+// else; then any inconclusive attempt; then a failed or missing control; a
+// run with no blocked attempt proves nothing. Host attempts never decide
+// (see Outcome).
 func Judge(attempts []Attempt, duration time.Duration) Result {
 	r := Result{Attempts: attempts, Duration: duration}
-	controlReached, escapes, blocked := false, 0, 0
-	for _, a := range attempts {
+	controlReached, escapes, unsure, blocked := false, 0, 0, 0
+	for i, a := range attempts {
 		switch {
 		case a.Category == Control:
 			if a.Outcome == Reached {
 				controlReached = true
 			}
+		case a.Category == Node:
+			if a.Outcome != Blocked {
+				attempts[i].Outcome = NodeReached
+				r.Warnings = append(r.Warnings, fmt.Sprintf("the probe reached its node at %s (%s); NetworkPolicy does not apply between a pod and its own node, so this does not decide the verdict: restrict node ports on the node itself", a.Target, a.Outcome))
+			}
 		case a.Outcome == Blocked:
 			blocked++
-		default:
-			// Anything but a clean block counts as out: an unknown outcome
-			// is not evidence of containment.
+		case a.Outcome == Escape:
 			escapes++
+		default:
+			unsure++
 		}
 	}
 	switch {
 	case escapes > 0:
 		r.Verdict = NotContained
-	case blocked == 0:
+	case unsure > 0 || blocked == 0:
 		r.Verdict = Inconclusive
 	case !controlReached:
 		r.Verdict = ControlNotPassed
@@ -138,6 +189,14 @@ func (r Result) Refusal(created string) *refusal.Refusal {
 		code, summary = Escaped, fmt.Sprintf("The containment probe got out: %d of %d attempts escaped", r.escapes(), len(r.Attempts)-r.controls())
 	case ControlNotPassed:
 		code, summary = ControlFailed, "The containment probe could not reach the egress gateway, so its blocked attempts prove nothing"
+	case Inconclusive:
+		if n := r.count(func(a Attempt) bool {
+			return a.Category != Control && a.Category != Node && a.Outcome != Blocked && a.Outcome != Escape
+		}); n > 0 {
+			code, summary = UnclearAttempts, fmt.Sprintf("The containment probe is inconclusive: %d attempts neither got through nor were blocked", n)
+			break
+		}
+		code, summary = NoAttempts, "The containment probe made no escape attempts"
 	default:
 		code, summary = NoAttempts, "The containment probe made no escape attempts"
 	}
@@ -151,22 +210,17 @@ func (r Result) Refusal(created string) *refusal.Refusal {
 	return ref
 }
 
-// escapes counts the escape attempts that were not blocked (as Judge does,
-// an unknown outcome counts as out).
+// escapes counts the escape attempts that got through.
 func (r Result) escapes() int {
-	n := 0
-	for _, a := range r.Attempts {
-		if a.Category != Control && a.Outcome != Blocked {
-			n++
-		}
-	}
-	return n
+	return r.count(func(a Attempt) bool { return a.Category != Control && a.Category != Node && a.Outcome == Escape })
 }
 
-func (r Result) controls() int {
+func (r Result) controls() int { return r.count(func(a Attempt) bool { return a.Category == Control }) }
+
+func (r Result) count(f func(Attempt) bool) int {
 	n := 0
 	for _, a := range r.Attempts {
-		if a.Category == Control {
+		if f(a) {
 			n++
 		}
 	}

@@ -20,7 +20,11 @@ func TestJudge(t *testing.T) {
 	}{
 		{"every attempt blocked and the control reached", []Attempt{attempt(Public, Blocked), attempt(Metadata, Blocked), control}, Contained, ""},
 		{"one escape among blocks", []Attempt{attempt(Public, Blocked), attempt(Host, Escape), control}, NotContained, "AF-RUN-043: 1 of 2 attempts escaped"},
-		{"an unknown outcome is not containment", []Attempt{attempt(Public, "timeout?"), control}, NotContained, "AF-RUN-043"},
+		{"an unknown outcome is not containment", []Attempt{attempt(Public, Blocked), attempt(Public, "timeout?"), control}, Inconclusive, "AF-RUN-110: 1 attempts"},
+		{"a tool missing in the probe image is not containment", []Attempt{attempt(Canary, Blocked), attempt(Tenant, Unclear), control}, Inconclusive, "AF-RUN-110"},
+		{"an escape wins over an inconclusive attempt", []Attempt{attempt(Canary, Escape), attempt(Tenant, Unclear), control}, NotContained, "AF-RUN-043: 1 of 2"},
+		{"the node reached does not decide", []Attempt{attempt(Canary, Blocked), attempt(Node, Escape), control}, Contained, ""},
+		{"the node alone proves nothing", []Attempt{attempt(Node, Blocked), control}, Inconclusive, "AF-RUN-045"},
 		{"an escape wins over a failed control", []Attempt{attempt(Public, Escape), attempt(Control, Failed)}, NotContained, "AF-RUN-043"},
 		{"blocked everything but no control: proves nothing", []Attempt{attempt(Public, Blocked), attempt(Control, Failed)}, ControlNotPassed, "AF-RUN-044"},
 		{"control missing entirely", []Attempt{attempt(Public, Blocked)}, ControlNotPassed, "AF-RUN-044"},
@@ -53,6 +57,13 @@ func TestJudge(t *testing.T) {
 				t.Fatalf("body = %q", ref.Body())
 			}
 		})
+	}
+}
+
+func TestJudgeWarnsAboutTheNode(t *testing.T) {
+	r := Judge([]Attempt{attempt(Canary, Blocked), attempt(Node, Escape), attempt(Control, Reached)}, time.Second)
+	if r.Verdict != Contained || len(r.Warnings) != 1 || r.Attempts[1].Outcome != NodeReached {
+		t.Fatalf("verdict %s, warnings %v, node attempt %s", r.Verdict, r.Warnings, r.Attempts[1].Outcome)
 	}
 }
 

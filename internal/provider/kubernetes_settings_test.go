@@ -49,3 +49,29 @@ func TestKubeconfigSourceFromEnvironment(t *testing.T) {
 		t.Fatal("kubeconfig and kubeconfig_path together must be refused")
 	}
 }
+
+func TestKubernetesTerminationGrace(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == envK8sGrace {
+				return v
+			}
+			return ""
+		}
+	}
+	if d, err := (*kubernetesProviderModel)(nil).terminationGrace(env("")); d != nil || err != nil {
+		t.Fatalf("unset: %v, %v (want the runtime's default)", d, err)
+	}
+	if d, err := (*kubernetesProviderModel)(nil).terminationGrace(env("0")); err != nil || d == nil || *d != 0 {
+		t.Fatalf("AF_K8S_TERMINATION_GRACE=0: %v, %v", d, err)
+	}
+	m := &kubernetesProviderModel{TerminationGrace: types.Int64Value(7)}
+	if d, err := m.terminationGrace(env("3")); err != nil || d == nil || d.Seconds() != 7 {
+		t.Fatalf("attribute must win over the environment: %v, %v", d, err)
+	}
+	for _, bad := range []string{"-1", "601", "2s"} {
+		if _, err := (*kubernetesProviderModel)(nil).terminationGrace(env(bad)); err == nil || !strings.Contains(err.Error(), "AF-K8S-020") {
+			t.Errorf("AF_K8S_TERMINATION_GRACE=%s: %v", bad, err)
+		}
+	}
+}

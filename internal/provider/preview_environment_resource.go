@@ -23,6 +23,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/scheduler"
 )
 
@@ -274,6 +275,11 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 			// is planned as unknown only when the manifest changes.
 			plan.Namespace = state.Namespace
 			plan.Containment = state.Containment
+			if containmentDrifted(state.Containment) {
+				// The objects the probe ran under changed by hand: the
+				// apply restores them and probes again.
+				plan.Containment = types.ObjectUnknown(containmentAttrTypes)
+			}
 			plan.QueuePosition = state.QueuePosition
 			if state.Manifest.Equal(plan.Manifest) {
 				plan.URLs = state.URLs
@@ -483,6 +489,16 @@ func servicesValue(services map[string]runtime.ServiceState, diags *diag.Diagnos
 	m, d := types.MapValue(types.ObjectType{AttrTypes: serviceAttrTypes}, elems)
 	diags.Append(d...)
 	return m
+}
+
+// containmentDrifted reports a refreshed containment whose verdict names
+// objects that differ from what the probe ran under.
+func containmentDrifted(o types.Object) bool {
+	if o.IsNull() || o.IsUnknown() {
+		return false
+	}
+	v, ok := o.Attributes()["verdict"].(types.String)
+	return ok && strings.HasPrefix(v.ValueString(), kubernetes.DriftedPrefix)
 }
 
 func containmentValue(res probe.Result, diags *diag.Diagnostics) types.Object {

@@ -159,6 +159,10 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 	pd.ecs = cfg.ECS.settings()
 	pd.k8s = cfg.Kubernetes.options(getenv)
 	pd.k8s.GatewayImage = cmp.Or(pd.k8s.GatewayImage, DefaultGatewayImage(p.version))
+	if pd.k8s.TerminationGrace, err = cfg.Kubernetes.terminationGrace(getenv); err != nil {
+		addRefusals(&resp.Diagnostics, err, path.Root("kubernetes").AtName("termination_grace_seconds"))
+		return
+	}
 	pd.runtimes = &runtimeCache{build: p.deps.runtimes, built: map[string]runtime.Runtime{}}
 	if pd.policy, err = readPolicy(cfg.Policy, getenv(envAllowedRegions)); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("policy").AtName("allowed_regions"))

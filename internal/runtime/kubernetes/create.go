@@ -39,6 +39,7 @@ type creation struct {
 	nsCreated   bool   // the namespace is ours to remove
 	nsUID       types.UID
 	nsRV        string
+	objects     objectHashes // what the probe runs under, as the API server returned it
 }
 
 // Create brings the environment up (see the package documentation for the
@@ -57,7 +58,7 @@ func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.
 	id := make([]byte, 12)
 	_, _ = rand.Read(id)
 	cr := &creation{
-		r: r, c: c, kctx: kctx, createID: hex.EncodeToString(id),
+		r: r, c: c, kctx: kctx, createID: hex.EncodeToString(id), objects: objectHashes{},
 		b: &builder{opts: r.opts, env: env, namespace: NamespaceFor(env.Manifest.Name, env.Name)},
 	}
 	st, err := cr.run(ctx)
@@ -93,9 +94,11 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	}
 	for _, np := range b.networkPolicies() {
 		cr.step = "creating NetworkPolicy " + np.Name
-		if _, err := c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{}); err != nil {
+		got, err := c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
+		if err != nil {
 			return runtime.State{}, err
 		}
+		cr.objects.addPolicy(got)
 	}
 
 	cr.step = "creating Service " + GatewayName
@@ -108,14 +111,17 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	egressCfg := b.egressConfig(t.clusterDNS)
 	t.publicName = publicNameFor(egressCfg)
 	cr.step = "creating ConfigMap " + GatewayConfigMap
-	if _, err := c.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap(egressCfg), metav1.CreateOptions{}); err != nil {
+	cm, err := c.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap(egressCfg), metav1.CreateOptions{})
+	if err != nil {
 		return runtime.State{}, err
 	}
+	cr.objects.addConfigMap(cm)
 	cr.step = "creating Deployment " + GatewayName
 	gw, err := c.AppsV1().Deployments(ns).Create(ctx, b.gatewayDeployment(configHash(egressCfg)), metav1.CreateOptions{})
 	if err != nil {
 		return runtime.State{}, err
 	}
+	cr.objects.addGateway(gw)
 	cr.step = "waiting for the egress gateway to become available"
 	if err := waitRollout(ctx, c, ns, []*appsv1.Deployment{gw}, gw.ResourceVersion); err != nil {
 		return runtime.State{}, err
@@ -172,7 +178,7 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	for _, d := range deps {
 		all = append(all, *d)
 	}
-	return cr.r.assemble(runtime.Ref{ID: cr.kctx + "/" + ns}, nsObj, all, svcs, ings), nil
+	return cr.r.assemble(runtime.Ref{ID: cr.kctx + "/" + ns}, nsObj, all, svcs, ings, nil), nil
 }
 
 // clusterResolverIP is the ClusterIP of the cluster resolver's Service, or
@@ -260,14 +266,16 @@ func (cr *creation) createNamespace(ctx context.Context) error {
 	}
 }
 
-// recordContainment keeps the probe result on the namespace, where Read
-// finds it.
+// recordContainment keeps the probe result, and what it ran under, on the
+// namespace, where Read finds them.
 func (cr *creation) recordContainment(ctx context.Context, res probe.Result) (*corev1.Namespace, error) {
 	raw, err := json.Marshal(res)
 	if err != nil {
 		return nil, err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationContainment: string(raw)}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		AnnotationContainment: string(raw), AnnotationContainmentObjects: cr.objects.annotation(),
+	}}})
 	ns, err := cr.c.CoreV1().Namespaces().Patch(ctx, cr.b.namespace, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return nil, err

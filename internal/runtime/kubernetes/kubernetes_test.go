@@ -313,7 +313,7 @@ func TestCreate_KubeletStandIn_ProbeVerdicts(t *testing.T) {
 		code   refusal.Code
 		says   []string
 	}{
-		{standin.Escaped, probe.Escaped, []string{"1 of 15 attempts escaped", "1.1.1.1:443", "escaped", "169.254.169.254:80", "10.0.0.1:443", "udp-dns", standin.HostIP + ":10250", "blocked"}},
+		{standin.Escaped, probe.Escaped, []string{"1 of 16 attempts escaped", "1.1.1.1:443", "escaped", "169.254.169.254:80", "10.0.0.1:443", "udp-dns", standin.HostIP + ":10250", "blocked"}},
 		{standin.ControlFailed, probe.ControlFailed, []string{"could not reach the egress gateway", "failed"}},
 		{standin.Silent, probe.NoAttempts, []string{"made no escape attempts", "AFPROBE line", "phase Succeeded"}},
 		{standin.Pending, kube.ProbeDidNotRun, []string{"did not finish within", "phase Pending", "not scheduled"}},
@@ -401,8 +401,8 @@ func TestCreate_KubeletStandIn_Tenants(t *testing.T) {
 		if len(got) != 1 || got[0].Method != "tcp" || got[0].Target != target || got[0].Outcome != probe.Blocked {
 			t.Errorf("tenant attempts %v, want one tcp attempt at %s (the other environment's gateway), blocked", got, target)
 		}
-		if n := len(st.Containment.Attempts); n != 18 {
-			t.Errorf("%d attempts, want 18 (17 and one tenant)", n)
+		if n := len(st.Containment.Attempts); n != 19 {
+			t.Errorf("%d attempts, want 19 (18 and one tenant)", n)
 		}
 		listAt := indexOf(reqs, func(q string) bool { return q == list })
 		nsAt := indexOf(reqs, func(q string) bool { return q == "POST /api/v1/namespaces" })
@@ -450,7 +450,7 @@ func TestCreate_KubeletStandIn_Tenants(t *testing.T) {
 		}
 		msg := err.Error()
 		t.Logf("the refusal:\n%s", msg)
-		for _, want := range []string{"1 of 16 attempts escaped", "No application process or image was started.", "Nothing was created."} {
+		for _, want := range []string{"1 of 17 attempts escaped", "No application process or image was started.", "Nothing was created."} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("refusal lacks %q", want)
 			}
@@ -503,8 +503,8 @@ func TestCreate_KubeletStandIn_Tenants(t *testing.T) {
 			t.Errorf("want one (forbidden) LIST of Services across namespaces: %v", reqs)
 		}
 		c := st.Containment
-		if got := tenantAttempts(c.Attempts); c.Verdict != probe.Contained || len(got) != 0 || len(c.Attempts) != 17 {
-			t.Errorf("containment %s with %d attempts, tenant %v: want contained, 17 attempts, none of them tenant (not made, never reported as blocked)", c.Verdict, len(c.Attempts), got)
+		if got := tenantAttempts(c.Attempts); c.Verdict != probe.Contained || len(got) != 0 || len(c.Attempts) != 18 {
+			t.Errorf("containment %s with %d attempts, tenant %v: want contained, 18 attempts, none of them tenant (not made, never reported as blocked)", c.Verdict, len(c.Attempts), got)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -225,12 +226,17 @@ func (b *builder) gatewayService() *corev1.Service {
 				{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(ProxyPort)},
 				{Name: "dns", Protocol: corev1.ProtocolUDP, Port: ServiceDNSPort, TargetPort: intstr.FromInt32(GatewayDNSPort)},
 				{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: ServiceDNSPort, TargetPort: intstr.FromInt32(GatewayDNSPort)},
+				// No policy admits services here: see CanaryPort.
+				{Name: "canary", Protocol: corev1.ProtocolTCP, Port: CanaryPort, TargetPort: intstr.FromInt32(CanaryPort)},
 			},
 		},
 	}
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// grace is the pods' terminationGracePeriodSeconds (Options.TerminationGrace).
+func (b *builder) grace() *int64 { return ptr(int64(b.opts.TerminationGrace.Seconds())) }
 
 // restricted is the container security context of the runtime's own
 // containers (gateway, probe): non-root, no capabilities, read-only root.
@@ -257,8 +263,9 @@ func (b *builder) gatewayDeployment(hash string) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{AnnotationConfigHash: hash}},
 				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: ptr(false),
-					EnableServiceLinks:           ptr(false),
+					AutomountServiceAccountToken:  ptr(false),
+					EnableServiceLinks:            ptr(false),
+					TerminationGracePeriodSeconds: b.grace(),
 					Containers: []corev1.Container{{
 						Name:    "gateway",
 						Image:   b.opts.GatewayImage,
@@ -268,6 +275,7 @@ func (b *builder) gatewayDeployment(hash string) *appsv1.Deployment {
 							{Name: "proxy", ContainerPort: ProxyPort, Protocol: corev1.ProtocolTCP},
 							{Name: "dns", ContainerPort: GatewayDNSPort, Protocol: corev1.ProtocolUDP},
 							{Name: "dns-tcp", ContainerPort: GatewayDNSPort, Protocol: corev1.ProtocolTCP},
+							{Name: "canary", ContainerPort: CanaryPort, Protocol: corev1.ProtocolTCP},
 						},
 						ReadinessProbe: &corev1.Probe{
 							ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ProxyPort)}},
@@ -347,9 +355,11 @@ func (b *builder) serviceDeployment(s manifest.Service) *appsv1.Deployment {
 		}
 	}
 	spec := corev1.PodSpec{
-		AutomountServiceAccountToken: ptr(false),
-		EnableServiceLinks:           ptr(false),
-		Containers:                   []corev1.Container{c},
+		AutomountServiceAccountToken:  ptr(false),
+		EnableServiceLinks:            ptr(false),
+		TerminationGracePeriodSeconds: b.grace(),
+		InitContainers:                []corev1.Container{b.waitForPolicy()},
+		Containers:                    []corev1.Container{c},
 	}
 	b.dnsToGateway(&spec)
 	return &appsv1.Deployment{
@@ -359,6 +369,34 @@ func (b *builder) serviceDeployment(s manifest.Service) *appsv1.Deployment {
 			Selector:                &metav1.LabelSelector{MatchLabels: b.serviceSelector(s.Name)},
 			ProgressDeadlineSeconds: ptr(int32(b.opts.ProgressDeadline.Seconds())),
 			Template:                corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: podLabels}, Spec: spec},
+		},
+	}
+}
+
+// waitForPolicy is every service pod's init container: the application
+// starts only once the pod's own policies are in force, seen by packets from
+// the pod's network namespace: the gateway's proxy answers and its canary
+// does not. A network plugin programs a new pod's rules after the pod
+// starts (kube-router v2.1.0 left a new pod's egress open for about 0.8 s on
+// the real test node), and an application must not get that window. It
+// waits as long as it takes: a pod whose rules never hold never starts
+// (the rollout then fails), which is the safe way to fail.
+func (b *builder) waitForPolicy() corev1.Container {
+	gw := shellQuote(b.gatewayIP)
+	script := fmt.Sprintf(`n=0
+until nc -w 2 %[1]s %[2]d </dev/null >/dev/null 2>&1 && ! nc -w 2 %[1]s %[3]d </dev/null >/dev/null 2>&1; do
+  n=$((n+1)); [ $((n %% 50)) -eq 0 ] && echo "waiting: the gateway's canary %[1]s:%[3]d is still reachable, or its proxy is not"
+  sleep 0.2
+done
+echo "the pod's policies are in force after $n retries"`, gw, ProxyPort, CanaryPort)
+	return corev1.Container{
+		Name:            "af-wait-for-policy",
+		Image:           b.opts.ProbeImage,
+		Command:         []string{"sh", "-c", script},
+		SecurityContext: restricted(65534),
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("8Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("32Mi")},
 		},
 	}
 }

@@ -108,7 +108,7 @@ func (o Options) probePlan(t probeTargets) []plannedAttempt {
 	// Through the pod's own resolver, which is the gateway: a name outside
 	// the catalogue must not resolve.
 	add(probe.PublicName, "dns-lookup", t.publicName, "try_lookup", t.publicName, "")
-	add(probe.Host, "tcp", HostIPTarget+":10250", "try_tcp", `$HOST_IP`, "10250")
+	add(probe.Node, "tcp", HostIPTarget+":10250", "try_tcp", `$HOST_IP`, "10250")
 	// Other tenants: another environment's gateway, by ClusterIP, on its
 	// proxy port, which answers any pod its own policies let in. With no
 	// other environment on the cluster there is nothing to aim at and no
@@ -116,6 +116,14 @@ func (o Options) probePlan(t probeTargets) []plannedAttempt {
 	// never a "blocked" one for an attempt that did not happen.
 	for _, ip := range t.tenants {
 		add(probe.Tenant, "tcp", hostPort(ip, ProxyPort), "try_tcp", ip, strconv.Itoa(ProxyPort))
+	}
+	// The environment's own canary: it accepts whenever it is reachable, so
+	// even the only environment on a cluster has a target that tells a
+	// policy in force from one that is merely accepted.
+	add(probe.Canary, "tcp", hostPort(t.gatewayIP, CanaryPort), "try_tcp", t.gatewayIP, strconv.Itoa(CanaryPort))
+	for _, hp := range o.ProbeCanaries {
+		ap := netip.MustParseAddrPort(hp) // validated by New
+		add(probe.Tenant, "tcp", ap.String(), "try_tcp", ap.Addr().String(), strconv.Itoa(int(ap.Port())))
 	}
 	// Positive controls: the gateway answers its own name over the proxy and
 	// over DNS. Without them a probe with no network at all would pass.
@@ -140,12 +148,13 @@ func publicNameFor(cfg egress.Config) string {
 	return "antifailure-probe.example"
 }
 
-// probeScriptHead holds the shell functions. Outcomes: a connection that
-// completes, or any DNS answer from a resolver other than the gateway, is
-// "escaped"; an exit status the script does not expect (a missing tool) is
-// "error", which the verdict counts as out too. Every line is written to the
-// log; at the end the worst result per attempt goes to the termination
-// message (well under its 4096 bytes).
+// probeScriptHead holds the shell functions. They judge as package probe
+// documents (Outcome): a connection that completes, or any DNS answer from a
+// resolver other than the gateway, is "escaped"; a refusal, a timeout or no
+// answer is "blocked"; an exit status the script does not expect (a missing
+// tool) is "inconclusive". Every line is written to the log; at the end the
+// worst result per attempt goes to the termination message (well under its
+// 4096 bytes).
 const probeScriptHead = `set -u
 R=${AF_PROBE_DIR:-/tmp/afprobe}; mkdir -p "$R"
 W=$AF_PROBE_WINDOW; I=$AF_PROBE_INTERVAL; T=$AF_PROBE_TIMEOUT
@@ -161,19 +170,20 @@ try_tcp() { # id category method target host port; nc without -z (not every busy
   case $rc in 0) emit "$1" "$2" "$3" "$4" escaped "connected" "$t" ;;
     1) emit "$1" "$2" "$3" "$4" blocked "${o:-no connection}" "$t" ;;
     124|143) emit "$1" "$2" "$3" "$4" escaped "connected, held open" "$t" ;;
-    *) emit "$1" "$2" "$3" "$4" error "exit $rc ${o}" "$t" ;; esac
+    *) emit "$1" "$2" "$3" "$4" inconclusive "exit $rc ${o}" "$t" ;; esac
 }
 try_dns() { # id category method target server: any answer means the resolver was reached
   t=$(cs); o=$(timeout "$T" nslookup "$AF_PROBE_NAME" "$5" 2>&1); rc=$?
-  case $rc in 126|127) emit "$1" "$2" "$3" "$4" error "exit $rc ${o}" "$t"; return ;; esac
-  if [ $rc -eq 0 ] || printf '%s' "$o" | grep -qiE "can't find|NXDOMAIN|SERVFAIL|REFUSED|NOTIMP"; then
+  case $rc in 126|127) emit "$1" "$2" "$3" "$4" inconclusive "exit $rc ${o}" "$t"; return ;; esac
+  # rcodes in capitals only: "Connection refused" (an ICMP reject) is a block
+  if [ $rc -eq 0 ] || printf '%s' "$o" | grep -qE "can't find|NXDOMAIN|SERVFAIL|REFUSED|NOTIMP"; then
     emit "$1" "$2" "$3" "$4" escaped "answered" "$t"
   else emit "$1" "$2" "$3" "$4" blocked "${o:-no answer}" "$t"; fi
 }
 try_lookup() { # id category method target name [server]: resolving the name at all is out
   t=$(cs); if [ -n "$6" ]; then o=$(timeout "$T" nslookup "$5" "$6" 2>&1); rc=$?; else o=$(timeout "$T" nslookup "$5" 2>&1); rc=$?; fi
   case $rc in 0) emit "$1" "$2" "$3" "$4" escaped "resolved" "$t" ;;
-    126|127) emit "$1" "$2" "$3" "$4" error "exit $rc ${o}" "$t" ;;
+    126|127) emit "$1" "$2" "$3" "$4" inconclusive "exit $rc ${o}" "$t" ;;
     *) emit "$1" "$2" "$3" "$4" blocked "$(printf '%s' "$o" | grep -m1 -iE "can't find|timed out|unreachable|refused" || echo "no answer")" "$t" ;; esac
 }
 ctl_http() { # id category method target proxy(host:port): the gateway answers its own name
@@ -187,7 +197,17 @@ ctl_dns() { # id category method target gateway
 for c in nc nslookup wget timeout grep tr cut cat; do
   command -v "$c" >/dev/null 2>&1 || { echo "AFPROBE-ERROR the probe image lacks $c"; exit 2; }
 done
-n=0; s0=$(cs)
+# Wait, as every service pod's init container does, until this pod's rules
+# are in force (the canary stops answering), at most one window: the rounds
+# then measure what a service's application can reach. A canary that never
+# stops answering is then reported by the rounds as an escape.
+s0=$(cs); n=0
+while nc -w "$T" "$AF_PROBE_CANARY" @CANARYPORT@ </dev/null >/dev/null 2>&1; do
+  [ $(( ($(cs) - s0) / 100 )) -ge "$W" ] && break
+  sleep 0.2
+done
+echo "AFPROBE-SETTLED after $(( ($(cs) - s0) * 10 ))ms"
+s0=$(cs)
 while :; do
   n=$((n+1))
 `
@@ -198,7 +218,7 @@ const probeScriptTail = `  wait
 done
 echo "AFPROBE-DONE rounds=$n seconds=$(( ($(cs) - s0) / 100 ))"
 for f in "$R"/a*; do
-  l=$(grep -m1 -e '"outcome":"escaped"' -e '"outcome":"error"' "$f") || l=$(grep -m1 '"outcome":"reached"' "$f") || l=$(tail -n1 "$f")
+  l=$(grep -m1 -e '"outcome":"escaped"' -e '"outcome":"inconclusive"' "$f") || l=$(grep -m1 '"outcome":"reached"' "$f") || l=$(tail -n1 "$f")
   echo "$l"
 done >"${AF_PROBE_RESULT_FILE:-/dev/termination-log}" 2>/dev/null || true
 `
@@ -213,7 +233,7 @@ func shellQuote(s string) string {
 // probeScript renders the plan as a busybox sh script.
 func probeScript(plan []plannedAttempt) string {
 	var b strings.Builder
-	b.WriteString(strings.NewReplacer("@CONTROLHOST@", egress.ControlHost).Replace(probeScriptHead))
+	b.WriteString(strings.NewReplacer("@CONTROLHOST@", egress.ControlHost, "@CANARYPORT@", strconv.Itoa(CanaryPort)).Replace(probeScriptHead))
 	for i, a := range plan {
 		target := shellQuote(a.Target)
 		if strings.HasPrefix(a.Target, HostIPTarget) {
@@ -257,6 +277,7 @@ func (b *builder) probePod(plan []plannedAttempt, publicName string) *corev1.Pod
 		{Name: "AF_PROBE_INTERVAL", Value: secs(o.ProbeInterval)},
 		{Name: "AF_PROBE_TIMEOUT", Value: secs(o.ProbeAttemptTimeout)},
 		{Name: "AF_PROBE_NAME", Value: publicName},
+		{Name: "AF_PROBE_CANARY", Value: b.gatewayIP},
 		{Name: "HOST_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.hostIP"}}},
 	}, b.proxyEnv()...)
 	spec := corev1.PodSpec{

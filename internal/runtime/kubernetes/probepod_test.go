@@ -99,7 +99,7 @@ func TestProbeScript_Busybox(t *testing.T) {
 		{Attempt: probe.Attempt{Category: probe.Resolver, Method: "udp-dns", Target: gwDNS}, fn: "try_dns", args: []string{gwDNS}},
 		{Attempt: probe.Attempt{Category: probe.Resolver, Method: "udp-dns", Target: silent.LocalAddr().String()}, fn: "try_dns", args: []string{silent.LocalAddr().String()}},
 		{Attempt: probe.Attempt{Category: probe.PublicName, Method: "dns-lookup", Target: "example.com"}, fn: "try_lookup", args: []string{"example.com", gwDNS}},
-		{Attempt: probe.Attempt{Category: probe.Host, Method: "tcp", Target: HostIPTarget + ":" + openPort}, fn: "try_tcp", args: []string{"$HOST_IP", openPort}},
+		{Attempt: probe.Attempt{Category: probe.Node, Method: "tcp", Target: HostIPTarget + ":" + openPort}, fn: "try_tcp", args: []string{"$HOST_IP", openPort}},
 		{Attempt: probe.Attempt{Category: probe.Tenant, Method: "tcp", Target: open.Addr().String()}, fn: "try_tcp", args: []string{"127.0.0.1", openPort}},
 		{Attempt: probe.Attempt{Category: probe.Control, Method: "http", Target: gwHTTP}, fn: "ctl_http", args: []string{gwHTTP}},
 		{Attempt: probe.Attempt{Category: probe.Control, Method: "dns-lookup", Target: egress.ControlHost}, fn: "ctl_dns", args: []string{gwDNS}},
@@ -108,7 +108,7 @@ func TestProbeScript_Busybox(t *testing.T) {
 	cmd := exec.Command(filepath.Join(path, "sh"), "-c", probeScript(plan))
 	cmd.Env = []string{
 		"PATH=" + path, "AF_PROBE_WINDOW=2", "AF_PROBE_INTERVAL=1", "AF_PROBE_TIMEOUT=1",
-		"AF_PROBE_NAME=example.com", "HOST_IP=127.0.0.1", "AF_PROBE_RESULT_FILE=" + result, "AF_PROBE_DIR=" + t.TempDir(),
+		"AF_PROBE_NAME=example.com", "HOST_IP=127.0.0.1", "AF_PROBE_CANARY=127.0.0.1", "AF_PROBE_RESULT_FILE=" + result, "AF_PROBE_DIR=" + t.TempDir(),
 	}
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -144,6 +144,18 @@ func TestProbeScript_Busybox(t *testing.T) {
 		}
 		if a.Category != plan[i].Category || a.Method != plan[i].Method {
 			t.Errorf("attempt %d is %s/%s, want %s/%s", i, a.Category, a.Method, plan[i].Category, plan[i].Method)
+		}
+	}
+	// The same situations judged the same way as every runtime judges them
+	// (probe.TCPOutcome, which the local runtime uses): the script's
+	// outcome for the open and the closed port is what a Go dial gives.
+	for _, i := range []int{0, 1} {
+		c, err := net.DialTimeout("tcp", plan[i].Target, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		if got := probe.TCPOutcome(err); got != summary[i].Outcome {
+			t.Errorf("%s: the script says %s, the runtimes' rule says %s", plan[i].Target, summary[i].Outcome, got)
 		}
 	}
 	if got := summary[5].Target; got != "127.0.0.1:"+openPort {
@@ -202,7 +214,7 @@ func TestProbeScript_Shape(t *testing.T) {
 			t.Errorf("attempt %d %s: target is not a literal IP:port", i, a.Attempt)
 		}
 	}
-	for _, c := range []probe.Category{probe.Public, probe.Resolver, probe.PublicName, probe.Metadata, probe.ControlPlane, probe.Host, probe.Tenant, probe.Control} {
+	for _, c := range []probe.Category{probe.Public, probe.Resolver, probe.PublicName, probe.Metadata, probe.ControlPlane, probe.Node, probe.Tenant, probe.Canary, probe.Control} {
 		if !seen[c] {
 			t.Errorf("no attempt of category %s", c)
 		}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
@@ -49,8 +50,10 @@ func (r *Runtime) open(ctx context.Context, ref runtime.Ref) (k8s.Interface, *co
 	return c, obj, nil
 }
 
-// Read observes the environment with four requests whatever its size: the
-// namespace, then Deployments, Services and Ingresses listed by label.
+// Read observes the environment with six requests whatever its size: the
+// namespace, then Deployments, Services, Ingresses and ConfigMaps listed by
+// label, and every NetworkPolicy in the namespace (a policy added by hand
+// changes what the pods may reach as much as one deleted).
 func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, error) {
 	c, nsObj, err := r.open(ctx, ref)
 	if err != nil {
@@ -78,7 +81,19 @@ func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, err
 	if err != nil {
 		return fail("Ingresses", err)
 	}
-	return r.assemble(ref, nsObj, deps.Items, svcs.Items, ings.Items), nil
+	nps, err := c.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fail("NetworkPolicies", err)
+	}
+	cms, err := c.CoreV1().ConfigMaps(ns).List(ctx, opts)
+	if err != nil {
+		return fail("ConfigMaps", err)
+	}
+	var d []string
+	if rec, ok := recorded(nsObj); ok {
+		d = drift(rec, observe(nps.Items, cms.Items, deps.Items))
+	}
+	return r.assemble(ref, nsObj, deps.Items, svcs.Items, ings.Items, d), nil
 }
 
 // assemble builds the State from what the cluster holds. A service is
@@ -86,12 +101,12 @@ func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, err
 // one replica, the egress gateway exists likewise, and, for a web service,
 // its Service and Ingress exist. Replicas is the Deployment's desired count,
 // so scaling by hand is drift.
-func (r *Runtime) assemble(ref runtime.Ref, ns *corev1.Namespace, deps []appsv1.Deployment, svcs []corev1.Service, ings []networkingv1.Ingress) runtime.State {
+func (r *Runtime) assemble(ref runtime.Ref, ns *corev1.Namespace, deps []appsv1.Deployment, svcs []corev1.Service, ings []networkingv1.Ingress, containmentDrift []string) runtime.State {
 	st := runtime.State{Ref: ref, Namespace: ns.Name, URLs: map[string]string{}, Services: map[string]runtime.ServiceState{}}
 	if raw := ns.Annotations[AnnotationContainment]; raw != "" {
 		var res probe.Result
 		if json.Unmarshal([]byte(raw), &res) == nil {
-			st.Containment = res
+			st.Containment = withDrift(res, containmentDrift)
 		}
 	}
 	gatewayUp := false
@@ -160,8 +175,12 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 	}
 	ns := nsObj.Name
 	b := &builder{opts: r.opts, env: env, namespace: ns}
-	u := &updater{c: c, ns: ns}
-	if err := u.run(ctx, r, b); err != nil {
+	u := &updater{c: c, ns: ns, observed: objectHashes{}, written: objectHashes{}}
+	err = u.run(ctx, r, b)
+	if err == nil {
+		err = u.reprobe(ctx, r, b, ref, nsObj)
+	}
+	if err != nil {
 		var rf *refusal.Refusal
 		if errors.As(err, &rf) {
 			if rf.Created == "" {
@@ -189,6 +208,10 @@ type updater struct {
 	ns      string
 	step    string
 	changed []*appsv1.Deployment
+	// the containment objects as found before the update, and as written
+	observed, written objectHashes
+	clusterDNS        string
+	cfg               egress.Config
 }
 
 func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
@@ -212,32 +235,39 @@ func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
 		return err
 	}
 	cfg := b.egressConfig(clusterDNS)
+	u.clusterDNS, u.cfg = clusterDNS, cfg
 
+	// Every policy in the namespace, not only ours: one added by hand
+	// widens what the pods may reach, and is removed like one of ours that
+	// the manifest no longer wants.
 	u.step = "listing NetworkPolicies"
-	nps, err := c.NetworkingV1().NetworkPolicies(ns).List(ctx, opts)
+	nps, err := c.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
 	have := map[string]networkingv1.NetworkPolicy{}
-	for _, np := range nps.Items {
+	for i, np := range nps.Items {
 		have[np.Name] = np
+		u.observed.addPolicy(&nps.Items[i])
 	}
 	want := map[string]bool{}
 	for _, np := range b.networkPolicies() {
 		want[np.Name] = true
 		old, ok := have[np.Name]
+		var got *networkingv1.NetworkPolicy
 		if !ok {
 			u.step = "creating NetworkPolicy " + np.Name
-			_, err = c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
+			got, err = c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
 		} else {
 			u.step = "updating NetworkPolicy " + np.Name
 			old.Labels, old.Spec = np.Labels, np.Spec
 			old.ResourceVersion = "" // ours to set: no conflict with controllers writing status
-			_, err = c.NetworkingV1().NetworkPolicies(ns).Update(ctx, &old, metav1.UpdateOptions{})
+			got, err = c.NetworkingV1().NetworkPolicies(ns).Update(ctx, &old, metav1.UpdateOptions{})
 		}
 		if err != nil {
 			return err
 		}
+		u.written.addPolicy(got)
 	}
 	for name := range have {
 		if !want[name] {
@@ -253,16 +283,18 @@ func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		u.step = "creating ConfigMap " + GatewayConfigMap
-		_, err = c.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap(cfg), metav1.CreateOptions{})
+		cm, err = c.CoreV1().ConfigMaps(ns).Create(ctx, b.configMap(cfg), metav1.CreateOptions{})
 	case err == nil:
+		u.observed.addConfigMap(cm)
 		u.step = "updating ConfigMap " + GatewayConfigMap
-		cm.Data = b.configMap(cfg).Data
+		cm.Data, cm.BinaryData = b.configMap(cfg).Data, nil
 		cm.ResourceVersion = ""
-		_, err = c.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		cm, err = c.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	if err != nil {
 		return err
 	}
+	u.written.addConfigMap(cm)
 
 	u.step = "listing Deployments"
 	deps, err := c.AppsV1().Deployments(ns).List(ctx, opts)
@@ -270,8 +302,11 @@ func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
 		return err
 	}
 	haveDep := map[string]appsv1.Deployment{}
-	for _, d := range deps.Items {
+	for i, d := range deps.Items {
 		haveDep[d.Name] = d
+		if d.Name == GatewayName {
+			u.observed.addGateway(&deps.Items[i])
+		}
 	}
 	wantDep := []*appsv1.Deployment{b.gatewayDeployment(configHash(cfg))}
 	for _, s := range b.env.Manifest.Services {
@@ -292,6 +327,9 @@ func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
 		}
 		if err != nil {
 			return err
+		}
+		if got.Name == GatewayName {
+			u.written.addGateway(got)
 		}
 		u.changed = append(u.changed, got)
 	}

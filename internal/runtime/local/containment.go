@@ -278,17 +278,18 @@ func attempt(ctx context.Context, c Check) (probe.Outcome, string) {
 	return probe.Failed, "unknown method " + c.Method
 }
 
-// tcpAttempt: a connection, or a refusal (a reset came back, so a packet got
-// to a host and back), is out; anything else is blocked.
+// tcpAttempt judges as every runtime does (probe.Outcome): a connection is
+// out; a refusal is blocked, like a timeout, because every target accepts
+// when reachable and a REJECTing firewall answers with exactly a refusal.
 func tcpAttempt(ctx context.Context, target string) (probe.Outcome, string) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", target)
-	if err == nil {
+	if probe.TCPOutcome(err) == probe.Escape {
 		conn.Close()
 		return probe.Escape, "connected"
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		return probe.Escape, "connection refused by the target: a packet reached a host and came back"
+		return probe.Blocked, "connection refused"
 	}
 	return blockedBy(ctx, err)
 }

@@ -1,0 +1,72 @@
+package kubernetes
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
+)
+
+// reprobe runs the containment probe again when the objects it ran under
+// were not as recorded before the update (a policy deleted, added or
+// changed by hand, a widened egress catalogue) or the update itself changed
+// them (a new catalogue, a web service's policy): the environment counts as
+// contained again only once a probe, under the restored rules, says so. A
+// namespace without a record (created before it existed) is probed too.
+func (u *updater) reprobe(ctx context.Context, r *Runtime, b *builder, ref runtime.Ref, nsObj *corev1.Namespace) error {
+	if rec, ok := recorded(nsObj); ok && len(drift(rec, u.observed)) == 0 && len(drift(rec, u.written)) == 0 {
+		return nil
+	}
+	c, ns := u.c, u.ns
+	kctx, _, _ := ParseRef(ref)
+	cr := &creation{r: r, c: c, kctx: kctx, b: b, objects: u.written}
+	for _, d := range u.changed {
+		if d.Name == GatewayName {
+			u.step = "waiting for the egress gateway to run its restored configuration"
+			if err := waitRollout(ctx, c, ns, []*appsv1.Deployment{d}, ""); err != nil {
+				return err
+			}
+		}
+	}
+	t := probeTargets{gatewayIP: b.gatewayIP, clusterDNS: u.clusterDNS, publicName: publicNameFor(u.cfg)}
+	u.step = "reading Service default/kubernetes (the API server's ClusterIP)"
+	apiSvc, err := c.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	t.apiServerIP = apiSvc.Spec.ClusterIP
+	u.step = "listing the other environments' egress gateways"
+	if t.tenants, err = cr.tenantTargets(ctx); err != nil {
+		return err
+	}
+	u.step = "removing an earlier containment probe Pod"
+	if err := u.deleteProbePod(ctx); err != nil {
+		return err
+	}
+	u.step = "running the containment probe again"
+	res, err := cr.runProbe(ctx, t)
+	if err != nil {
+		_ = u.deleteProbePod(context.WithoutCancel(ctx))
+		return err
+	}
+	if rf := res.Refusal(""); rf != nil {
+		_ = u.deleteProbePod(context.WithoutCancel(ctx))
+		rf.Created = "The environment still exists and its services keep running, but its containment is no longer proven: fix the network isolation and apply again, or destroy the environment."
+		return rf
+	}
+	u.step = "recording the containment result on the namespace"
+	_, err = cr.recordContainment(ctx, res)
+	return err
+}
+
+func (u *updater) deleteProbePod(ctx context.Context) error {
+	err := u.c.CoreV1().Pods(u.ns).Delete(ctx, ProbePodName, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
