@@ -144,7 +144,7 @@ fi
 # --- the gateway image ----------------------------------------------------------------
 # The image's binaries must be the zips' linux binaries, its tag the version,
 # its digests the published ones (internal/ociimage's release test).
-platforms=$(for t in $TARGETS; do [[ $t == linux_* ]] && echo "linux/${t#linux_}"; done | paste -sd,)
+platforms=$(for t in $TARGETS; do if [[ $t == linux_* ]]; then echo "linux/${t#linux_}"; fi; done | paste -sd,)
 AF_RELEASE_DIST=$(realpath "$DIST") AF_RELEASE_VERSION=$ver AF_RELEASE_PLATFORMS=$platforms AF_RELEASE_BINARIES=$work \
   go test ./internal/ociimage -count=1 -run '^TestGatewayImageRoundTrip$' -v 2>&1 | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' >&2 \
   || fail "gateway image"
