@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"os/signal"
@@ -15,7 +16,9 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/local"
 )
 
-// version is set by the release build (goreleaser ldflags).
+// version is set by the release build: goreleaser's ldflags
+// -X main.version={{.Version}}. "dev" (a plain go build) has no default
+// gateway image, because no image is tagged for it.
 var version = "dev"
 
 func main() {
@@ -25,6 +28,17 @@ func main() {
 		return
 	}
 	var debug bool
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		// The release checks ask the binary itself, in the zip and in the
+		// gateway image, which version it is.
+		fmt.Println("terraform-provider-antifailure", version)
+		if img := provider.DefaultGatewayImage(version); img != "" {
+			fmt.Println("default gateway_image", img)
+		} else {
+			fmt.Println("default gateway_image none (a dev build: set kubernetes.gateway_image)")
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "gateway" {
 		// The egress gateway image runs this binary: one build, one catalogue
 		// reader, the same gateway the local runtime runs in-process.

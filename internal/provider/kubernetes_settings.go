@@ -2,6 +2,7 @@ package provider
 
 import (
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -68,8 +69,9 @@ func kubernetesProviderAttribute() providerschema.Attribute {
 					"target's `kubeconfig_context`, and this is ignored. With no targets and no context the plan is refused (`AF-K8S-030`): the "+
 					"kubeconfig's current-context (a name on somebody's laptop) never decides where an environment goes.", envK8sContext)},
 			"gateway_image": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
-				"Image of the environment's egress gateway (default `"+kubernetes.DefaultGatewayImage+"`, built from this provider by `Dockerfile.gateway`: "+
-					"the image runs `terraform-provider-antifailure gateway`). Mirror it into your registry for clusters without access to the default.", envK8sGatewayImage)},
+				"Image of the environment's egress gateway (default `"+kubernetes.GatewayImageRepository+":<this provider's version>`, the image released with it: "+
+					"it holds this provider's own linux binary and runs `terraform-provider-antifailure gateway`; its digests are published beside the release's SHA256SUMS). "+
+					"Mirror it into your registry for clusters without access to the default. A development build (version `dev`) has no default and refuses with `AF-CFG-020` until this is set.", envK8sGatewayImage)},
 			"probe_image": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
 				"Image of the containment probe pod (default `"+kubernetes.DefaultProbeImage+"`, a stock busybox: the probe is a shell script).", envK8sProbeImage)},
 			"ingress_class_name": providerschema.StringAttribute{Optional: true, MarkdownDescription: desc(
@@ -176,6 +178,20 @@ func (pd *providerData) placeOnContext(m *manifest.Manifest, d *placement.Decisi
 	}
 	d.Target.KubeconfigContext = pd.k8sContext
 	return nil
+}
+
+// imageTag is what an OCI tag may be; a version outside it has no image.
+var imageTag = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+// DefaultGatewayImage is the gateway image released with provider version
+// version: the repository tagged with the version itself, never :latest
+// (which would run another version's gateway). "dev", a plain go build, has
+// none, and the Kubernetes runtime then refuses with AF-CFG-020.
+func DefaultGatewayImage(version string) string {
+	if version == "dev" || !imageTag.MatchString(version) {
+		return ""
+	}
+	return kubernetes.GatewayImageRepository + ":" + version
 }
 
 // terminationGrace resolves termination_grace_seconds (nil: the runtime's

@@ -76,7 +76,7 @@ func kubernetesTestProviders(cnt *kubeRequests) map[string]func() (tfprotov6.Pro
 				return releaseRuntimes(pd, kind)
 			}
 			return kube.New(kube.Kubeconfig{Path: pd.kubeconfig.Path, Content: pd.kubeconfig.Content}, cnt.wrap,
-				kube.Options{ProbeTimeout: 30 * time.Second, IngressClassName: "nginx"})
+				kube.Options{GatewayImage: pd.k8s.GatewayImage, ProbeTimeout: 30 * time.Second, IngressClassName: "nginx"})
 		},
 	}
 	return map[string]func() (tfprotov6.ProviderServer, error){

@@ -4,6 +4,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -171,6 +172,7 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 		return
 	}
 	pd.k8sContext = cfg.Kubernetes.kubeContext(getenv)
+	pd.k8s.GatewayImage = cmp.Or(pd.k8s.GatewayImage, DefaultGatewayImage(p.version))
 	if pd.k8s.TerminationGrace, err = cfg.Kubernetes.terminationGrace(getenv); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("kubernetes").AtName("termination_grace_seconds"))
 		return

@@ -213,8 +213,15 @@ func (f *failer) wrap(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
+// testGatewayImage stands for a released gateway image: the kubelet
+// stand-in never pulls it.
+const testGatewayImage = kube.GatewayImageRepository + ":0.0.0-test"
+
 func newRuntime(t testing.TB, wrap func(http.RoundTripper) http.RoundTripper, opts kube.Options) *kube.Runtime {
 	t.Helper()
+	if opts.GatewayImage == "" {
+		opts.GatewayImage = testGatewayImage
+	}
 	if opts.ProbeTimeout == 0 {
 		opts.ProbeTimeout = 30 * time.Second
 	}

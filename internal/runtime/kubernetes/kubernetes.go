@@ -85,6 +85,12 @@ var (
 	BadImportID = refusal.Register("AF-K8S-009",
 		"The import ID is not <kubeconfig_context>/<app>/<env>.",
 		"Import with an ID such as eu-prod/shop/pr-42: the kubeconfig context, the manifest's name and the environment's name.")
+	// GatewayImageUnset: a release build defaults the gateway image to its
+	// own version's tag; a development build has none to default to, and
+	// the runtime never guesses one (a :latest would run another version).
+	GatewayImageUnset = refusal.Register("AF-CFG-020",
+		"No egress gateway image: this provider build (version dev) has no released image to default to.",
+		"Set the provider's kubernetes.gateway_image (or AF_K8S_GATEWAY_IMAGE) to an image built from this provider, or use a released provider version.")
 )
 
 // Labels and annotations the runtime puts on what it creates.
@@ -139,11 +145,12 @@ const (
 	gatewayConfigPath = "/etc/antifailure/egress/config.json"
 )
 
-// Defaults for Options.
+// Defaults for Options. The gateway image has no default here: the provider
+// defaults it to GatewayImageRepository tagged with its own version.
 const (
-	DefaultProbeImage   = "busybox:1.36.1"
-	DefaultGatewayImage = "ghcr.io/antifailure/egress-gateway:latest"
-	DefaultURLScheme    = "http"
+	DefaultProbeImage      = "busybox:1.36.1"
+	GatewayImageRepository = "ghcr.io/antifailure/egress-gateway"
+	DefaultURLScheme       = "http"
 	// DefaultTerminationGrace is Options.TerminationGrace's default.
 	DefaultTerminationGrace = 2 * time.Second
 )
@@ -179,7 +186,8 @@ type Kubeconfig struct {
 // Options tune the runtime. The zero value is usable.
 type Options struct {
 	// GatewayImage runs the egress gateway (package egress behind a main);
-	// GatewayCommand and GatewayArgs override its entrypoint and argv.
+	// required. GatewayCommand and GatewayArgs override its entrypoint and
+	// argv.
 	GatewayImage   string
 	GatewayCommand []string
 	GatewayArgs    []string
@@ -255,9 +263,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.GatewayImage == "" {
-		o.GatewayImage = DefaultGatewayImage
-	}
 	if o.GatewayArgs == nil {
 		o.GatewayArgs = DefaultGatewayArgs
 	}
@@ -316,6 +321,10 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
+	if o.GatewayImage == "" {
+		return refusal.New(GatewayImageUnset, "No egress gateway image is set for the kubernetes runtime").
+			WithDetail("A released provider defaults kubernetes.gateway_image to %s:<its version>; this build's version has no released image.", GatewayImageRepository)
+	}
 	for _, c := range o.ClusterCIDRs {
 		if _, err := netip.ParsePrefix(c); err != nil {
 			return fmt.Errorf("kubernetes runtime: cluster CIDR %q: %w", c, err)

@@ -77,7 +77,7 @@ func TestCheck_MissingContext_ListsContexts(t *testing.T) {
 // KUBECONFIG (the provider resolves that through its configuration).
 func TestCheck_NoKubeconfig(t *testing.T) {
 	t.Setenv("KUBECONFIG", te.Kubeconfig)
-	r, err := kube.New(kube.Kubeconfig{}, nil, kube.Options{})
+	r, err := kube.New(kube.Kubeconfig{}, nil, kube.Options{GatewayImage: testGatewayImage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestCheck_NoKubeconfig(t *testing.T) {
 	}
 	// Raw content works on its own (Terraform Cloud: no files).
 	raw, _ := readFile(te.Kubeconfig)
-	r, _ = kube.New(kube.Kubeconfig{Content: raw}, nil, kube.Options{})
+	r, _ = kube.New(kube.Kubeconfig{Content: raw}, nil, kube.Options{GatewayImage: testGatewayImage})
 	if err := r.Check(environment(t, shopManifest(2), "pr-1")); err != nil {
 		t.Fatalf("Check with raw kubeconfig content: %v", err)
 	}
@@ -96,7 +96,7 @@ func TestCheck_NoKubeconfig(t *testing.T) {
 	if err := os.WriteFile(other, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, _ = kube.New(kube.Kubeconfig{Path: other + string(os.PathListSeparator) + te.Kubeconfig}, nil, kube.Options{})
+	r, _ = kube.New(kube.Kubeconfig{Path: other + string(os.PathListSeparator) + te.Kubeconfig}, nil, kube.Options{GatewayImage: testGatewayImage})
 	if err := r.Check(environment(t, shopManifest(2), "pr-1")); err != nil {
 		t.Fatalf("Check with a list of kubeconfig files: %v", err)
 	}
