@@ -45,8 +45,8 @@ export TF_CLI_CONFIG_FILE=$work/terraformrc
 
 mkdir -p "$work/demo"
 cp examples/demo/main.tf examples/demo/antifailure.yaml "$work/demo/"
-echo "==> building the demo app (examples/demo/app) into $work/demo/demo-app"
-go build -o "$work/demo/demo-app" ./examples/demo/app
+echo "==> building the demo app (examples/demo/app) into $work/demo/app/demo-app (its dir: the only part of the working directory it sees)"
+go build -o "$work/demo/app/demo-app" ./examples/demo/app
 
 echo
 echo "==> terraform apply: a namespace holding only loopback, the egress gateway, the containment probe, then the app"

@@ -498,7 +498,7 @@ leftovers() { # anything a start may have left; rc 1 if so
   while read -r x; do say "mount $x"; done < <(awk '$5 ~ "^('"$R"'|/run/containerd|/run/netns/cni-|/var/lib/kubelet)" {print $5}' /proc/self/mountinfo)
   while read -r x; do say "iptables $x"; done < <({ iptables-save 2>/dev/null; iptables-legacy-save 2>/dev/null; } | grep -E "KUBE-|$TAG" | grep -v '^#')
   while read -r x; do say "ipset $x"; done < <(ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)')
-  while read -r x; do say "link $x"; done < <(ip -o link show | awk -F': ' '{print $2}' | grep -E "^($BRIDGE|veth)" | grep -v '^veth-af' || true)
+  while read -r x; do say "link $x"; done < <(ip -o link show | awk -F': ' '{print $2}' | grep -E "^($BRIDGE|veth)" || true)
   [[ -d /run/netns ]] && while read -r x; do say "netns $x"; done < <(ls /run/netns | grep '^cni-' || true)
   for x in /sys/fs/cgroup/*/kubepods; do [[ -e $x ]] && say "cgroup $x"; done
   for x in "${PREEXIST_PATHS[@]}"; do [[ -e $x ]] && say "path $x"; done

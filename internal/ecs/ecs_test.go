@@ -7,7 +7,6 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,9 +47,19 @@ func parse(t testing.TB, content string) *manifest.Manifest {
 	return m
 }
 
-func described() Network {
+// clusterARN is a cluster in account 123456789012: the account the
+// endpoint policies are pinned to.
+const clusterARN = "arn:aws:ecs:eu-west-1:123456789012:cluster/previews"
+
+// described is a described network whose cluster ARN gives the account.
+func described() Network { return describedWith(clusterARN) }
+
+// describedNoAccount names the cluster by name: the account is unknown.
+func describedNoAccount() Network { return describedWith("previews") }
+
+func describedWith(cluster string) Network {
 	n, err := ResolveNetwork(NetworkSettings{
-		Region: "eu-west-1", Cluster: "previews", VPCID: "vpc-0abc1234def567890", VPCCIDR: "10.20.0.0/16",
+		Region: "eu-west-1", Cluster: cluster, VPCID: "vpc-0abc1234def567890", VPCCIDR: "10.20.0.0/16",
 		SubnetIDs:   []string{"subnet-0aaa1111bbb222333", "subnet-0ccc4444ddd555666"},
 		SubnetCIDRs: []string{"10.20.1.0/24", "10.20.2.0/24"},
 	}, noEnv)
@@ -83,9 +92,30 @@ func verdicts(ps []PathVerdict) map[string]PathVerdict {
 	return out
 }
 
+func withAccount(n Network, account string) Network {
+	n.Account, n.AccountFrom = account, EnvAccountID
+	return n
+}
+
 func TestReportSplit(t *testing.T) {
-	for name, net := range map[string]Network{"placeholder": PlaceholderNetwork(), "described": described()} {
-		t.Run(name, func(t *testing.T) {
+	endpointsUnproven := map[string][2]string{
+		PathInterfaceEndpoints: {"unproven", "none"},
+		PathS3Gateway:          {"unproven", "none"},
+	}
+	for _, c := range []struct {
+		name    string
+		net     Network
+		counts  [3]int
+		special map[string][2]string
+	}{
+		{"described, cluster ARN", described(), [3]int{10, 1, 2}, nil},
+		{"described, account from AF_ECS_ACCOUNT_ID", withAccount(describedNoAccount(), "123456789012"), [3]int{10, 1, 2}, nil},
+		{"described, no account", describedNoAccount(), [3]int{8, 1, 4}, endpointsUnproven},
+		{"placeholder, no account", PlaceholderNetwork(), [3]int{8, 1, 4}, endpointsUnproven},
+		{"placeholder with an account", withAccount(PlaceholderNetwork(), "123456789012"), [3]int{10, 1, 2}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			net := c.net
 			r, err := NewReport(parse(t, shopManifest), net, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -93,14 +123,15 @@ func TestReportSplit(t *testing.T) {
 			if r.Answer != "refused" || len(r.Paths) != 13 {
 				t.Fatalf("answer %q, %d paths", r.Answer, len(r.Paths))
 			}
-			if r.Closed != 10 || r.Open != 1 || r.Unproven != 2 || r.ClosedComputed != 10 || r.ClosedRecorded != 0 {
-				t.Fatalf("counts %s", r.Counts())
+			if got := [3]int{r.Closed, r.Open, r.Unproven}; got != c.counts || r.ClosedComputed != c.counts[0] || r.ClosedRecorded != 0 {
+				t.Fatalf("counts %s, want %v", r.Counts(), c.counts)
 			}
 			want := map[string][2]string{
 				PathTaskMetadata:     {"open", "documented"},
-				PathInstanceMetadata: {"unproven", "documented"},
-				PathTimeSync:         {"unproven", "documented"},
+				PathInstanceMetadata: {"unproven", "none"},
+				PathTimeSync:         {"unproven", "none"},
 			}
+			maps.Copy(want, c.special)
 			for i, p := range r.Paths {
 				if p.ID != PathIDs()[i] {
 					t.Errorf("path %d is %s, want %s", i, p.ID, PathIDs()[i])
@@ -124,226 +155,38 @@ func TestReportSplit(t *testing.T) {
 					t.Errorf("%s: empty detail or description", p.ID)
 				}
 			}
+			// Each endpoint path cites the AWS pages its statements were checked against.
+			v := verdicts(r.Paths)
+			for id, pages := range map[string][]Reference{
+				PathInterfaceEndpoints: {RefECREndpoints, RefECRActions, RefLogsEndpoint, RefPrincipalArn},
+				PathS3Gateway:          {RefECREndpoints, RefS3Gateway, RefResourceAccount},
+			} {
+				for _, page := range pages {
+					if !strings.Contains(v[id].Detail, page.URL) {
+						t.Errorf("%s detail does not cite %s: %s", id, page.URL, v[id].Detail)
+					}
+				}
+			}
+			for _, id := range []string{PathInstanceMetadata, PathTimeSync} {
+				if c := v[id].Citation; c == nil || !strings.Contains(v[id].Detail, c.URL) {
+					t.Errorf("%s does not cite what AWS states: %s", id, v[id].Detail)
+				}
+			}
 			if r.NetworkDescribed != net.Described {
 				t.Errorf("network_described %v", r.NetworkDescribed)
 			}
-			if !strings.Contains(r.Summary, "10 closed") || !strings.Contains(r.Summary, "1 open (task-metadata)") ||
-				!strings.Contains(r.Summary, "2 unproven (instance-metadata, time-sync)") {
+			if net.Described != (r.PlanJSON != "") || net.Described != (r.VPCEndpointPolicies != nil) {
+				t.Errorf("described %v but plan_json %d bytes, %d policies", net.Described, len(r.PlanJSON), len(r.VPCEndpointPolicies))
+			}
+			if !strings.Contains(r.Summary, fmt.Sprintf("%d closed", c.counts[0])) || !strings.Contains(r.Summary, "1 open (task-metadata)") {
 				t.Errorf("summary %q", r.Summary)
 			}
-		})
-	}
-}
-
-// The document is mutated as JSON, the way a reviewer would edit it.
-type doc map[string]any
-
-func loadDoc(t *testing.T, b []byte) doc {
-	t.Helper()
-	var d doc
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&d); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// at walks object keys and list indexes ("0", "1", …) to a value.
-func (d doc) at(t *testing.T, path ...string) any {
-	t.Helper()
-	var cur any = map[string]any(d)
-	for _, k := range path {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[k]
-			if !ok {
-				t.Fatalf("no %q in %v", k, path)
+			names := strings.Contains(r.Summary, EnvAccountID) && strings.Contains(r.Summary, "interface-endpoints and s3-gateway stay unproven")
+			if names != (c.special != nil) {
+				t.Errorf("summary names the account variable: %v, want %v: %q", names, c.special != nil, r.Summary)
 			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i >= len(c) {
-				t.Fatalf("no index %q in %v", k, path)
-			}
-			cur = c[i]
-		default:
-			t.Fatalf("cannot walk %q of %v", k, path)
-		}
-	}
-	return cur
-}
-
-func (d doc) obj(t *testing.T, path ...string) map[string]any {
-	t.Helper()
-	m, ok := d.at(t, path...).(map[string]any)
-	if !ok {
-		t.Fatalf("%v is not an object", path)
-	}
-	return m
-}
-
-func (d doc) appendTo(t *testing.T, value any, path ...string) {
-	t.Helper()
-	parent := d.obj(t, path[:len(path)-1]...)
-	list, _ := parent[path[len(path)-1]].([]any)
-	parent[path[len(path)-1]] = append(list, value)
-}
-
-func (d doc) bytes(t *testing.T) []byte {
-	t.Helper()
-	b, err := json.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// editPolicy rewrites the policy of the endpoint for a short service name.
-func (d doc) editPolicy(t *testing.T, short string, edit func(p map[string]any)) {
-	t.Helper()
-	for _, e := range d.at(t, "EC2", "VpcEndpoints").([]any) {
-		in := e.(map[string]any)["CreateVpcEndpoint"].(map[string]any)
-		if !strings.HasSuffix(in["ServiceName"].(string), "."+short) {
-			continue
-		}
-		var p map[string]any
-		if err := json.Unmarshal([]byte(in["PolicyDocument"].(string)), &p); err != nil {
-			t.Fatal(err)
-		}
-		edit(p)
-		b, _ := json.Marshal(p)
-		in["PolicyDocument"] = string(b)
-		return
-	}
-	t.Fatalf("no endpoint %s", short)
-}
-
-func route(fields map[string]any) map[string]any { return fields }
-
-// TestEachClosedPathFlips mutates the generated document once per closure
-// and requires exactly the matching path to turn open, evidence computed.
-func TestEachClosedPathFlips(t *testing.T) {
-	base := planDoc(t, described())
-	before := mustEvaluate(t, base, nil)
-	cases := []struct {
-		name   string
-		path   string
-		mutate func(t *testing.T, d doc)
-		says   string
-	}{
-		{"public IP on", PathPublicIP, func(t *testing.T, d doc) {
-			d.obj(t, "ECS", "CreateService", "networkConfiguration", "awsvpcConfiguration")["assignPublicIp"] = "ENABLED"
-		}, "assignPublicIp is ENABLED"},
-		{"igw default route", PathPublicIP, func(t *testing.T, d doc) {
-			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "0.0.0.0/0", "GatewayId": "igw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
-		}, "0.0.0.0/0 -> igw-0123456789abcdef0"},
-		{"NAT default route", PathNATGateway, func(t *testing.T, d doc) {
-			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "0.0.0.0/0", "NatGatewayId": "nat-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
-		}, "nat-0123456789abcdef0"},
-		{"::/0 route", PathIPv6Egress, func(t *testing.T, d doc) {
-			d.appendTo(t, route(map[string]any{"DestinationIpv6CidrBlock": "::/0", "EgressOnlyInternetGatewayId": "eigw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
-		}, "::/0"},
-		{"IPv6 block on a subnet", PathIPv6Egress, func(t *testing.T, d doc) {
-			d.obj(t, "Network", "Subnets", "0")["Ipv6CidrBlockAssociationSet"] = []any{map[string]any{"Ipv6CidrBlock": "2001:db8::/64"}}
-		}, "IPv6 CIDR block"},
-		{"peering route", PathPrivateRoutes, func(t *testing.T, d doc) {
-			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "172.16.0.0/12", "VpcPeeringConnectionId": "pcx-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
-		}, "pcx-0123456789abcdef0"},
-		{"transit gateway route", PathPrivateRoutes, func(t *testing.T, d doc) {
-			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "192.168.0.0/16", "TransitGatewayId": "tgw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
-		}, "tgw-0123456789abcdef0"},
-		{"VPN route", PathPrivateRoutes, func(t *testing.T, d doc) {
-			d.appendTo(t, route(map[string]any{"DestinationCidrBlock": "192.168.0.0/16", "GatewayId": "vgw-0123456789abcdef0"}), "EC2", "RouteTable", "Routes")
-		}, "vgw-0123456789abcdef0"},
-		{"allow-all egress", PathVPCLateral, func(t *testing.T, d doc) {
-			d.appendTo(t, map[string]any{"IpProtocol": "-1", "IpRanges": []any{map[string]any{"CidrIp": "0.0.0.0/0"}}},
-				"EC2", "TaskSecurityGroup", "AuthorizeSecurityGroupEgress", "IpPermissions")
-		}, "allows egress all cidr:0.0.0.0/0"},
-		{"default egress not revoked", PathVPCLateral, func(t *testing.T, d doc) {
-			delete(d.obj(t, "EC2", "TaskSecurityGroup"), "RevokeSecurityGroupEgress")
-		}, "allows egress all cidr:0.0.0.0/0"},
-		{"egress to the VPC CIDR", PathVPCLateral, func(t *testing.T, d doc) {
-			d.appendTo(t, map[string]any{"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443, "IpRanges": []any{map[string]any{"CidrIp": "10.20.0.0/16"}}},
-				"EC2", "TaskSecurityGroup", "AuthorizeSecurityGroupEgress", "IpPermissions")
-		}, "cidr:10.20.0.0/16"},
-		{"another security group on the service", PathVPCLateral, func(t *testing.T, d doc) {
-			d.appendTo(t, "sg-0123456789abcdef0", "ECS", "CreateService", "networkConfiguration", "awsvpcConfiguration", "securityGroups")
-		}, "sg-0123456789abcdef0"},
-		{"ECR endpoint policy widened to *", PathInterfaceEndpoints, func(t *testing.T, d doc) {
-			d.editPolicy(t, "ecr.dkr", func(p map[string]any) {
-				p["Statement"].([]any)[1].(map[string]any)["Resource"] = "*"
-			})
-		}, "on *"},
-		{"logs endpoint policy on every log group", PathInterfaceEndpoints, func(t *testing.T, d doc) {
-			d.editPolicy(t, "logs", func(p map[string]any) {
-				p["Statement"].([]any)[0].(map[string]any)["Resource"] = "arn:aws:logs:eu-west-1:*:log-group:*"
-			})
-		}, "log-group:*"},
-		{"ECR policy for any account's repository", PathInterfaceEndpoints, func(t *testing.T, d doc) {
-			d.editPolicy(t, "ecr.api", func(p map[string]any) {
-				p["Statement"].([]any)[1].(map[string]any)["Resource"] = "arn:aws:ecr:eu-west-1:*:repository/antifailure/shop"
-			})
-		}, "repository/antifailure/shop"},
-		{"S3 endpoint policy widened to *", PathS3Gateway, func(t *testing.T, d doc) {
-			d.editPolicy(t, "s3", func(p map[string]any) {
-				p["Statement"].([]any)[1].(map[string]any)["Resource"] = "*"
-			})
-		}, "on *"},
-		{"S3 endpoint without a policy", PathS3Gateway, func(t *testing.T, d doc) {
-			for _, e := range d.at(t, "EC2", "VpcEndpoints").([]any) {
-				in := e.(map[string]any)["CreateVpcEndpoint"].(map[string]any)
-				if in["VpcEndpointType"] == "Gateway" {
-					delete(in, "PolicyDocument")
-				}
-			}
-		}, "has no policy"},
-		{"exec enabled", PathECSExec, func(t *testing.T, d doc) {
-			d.obj(t, "ECS", "CreateService")["enableExecuteCommand"] = true
-		}, "enableExecuteCommand is true"},
-		{"task role added", PathTaskRoleCredentials, func(t *testing.T, d doc) {
-			d.obj(t, "ECS", "RegisterTaskDefinition")["taskRoleArn"] = "arn:aws:iam::123456789012:role/app"
-		}, "role/app"},
-		{"terminal BLOCK removed", PathAmazonDNS, func(t *testing.T, d doc) {
-			fw := d.obj(t, "Route53Resolver")
-			rules := fw["CreateFirewallRule"].([]any)
-			fw["CreateFirewallRule"] = rules[:len(rules)-1]
-		}, "AF-DNS-016"},
-		{"fail-open enabled", PathAmazonDNS, func(t *testing.T, d doc) {
-			d.obj(t, "Route53Resolver", "UpdateFirewallConfig")["FirewallFailOpen"] = "ENABLED"
-		}, "FirewallFailOpen is ENABLED"},
-		{"ALLOW * at priority 5", PathAmazonDNS, func(t *testing.T, d doc) {
-			d.appendTo(t, map[string]any{"Name": "allow-all", "Priority": 5, "Action": "ALLOW", "FirewallRuleGroupId": RefRuleGroup, "FirewallDomainListId": "ref:firewall-domain-list/allow-all"},
-				"Route53Resolver", "CreateFirewallRule")
-			d.appendTo(t, map[string]any{"UpdateFirewallDomains": map[string]any{"FirewallDomainListId": "ref:firewall-domain-list/allow-all", "Domains": []any{"*"}}},
-				"Route53Resolver", "DomainLists")
-		}, "blocks nothing"},
-		{"rule group associated elsewhere", PathAmazonDNS, func(t *testing.T, d doc) {
-			d.obj(t, "Route53Resolver", "AssociateFirewallRuleGroup")["VpcId"] = "vpc-0fff0000fff000000"
-		}, "vpc-0fff0000fff000000"},
-		{"association priority out of range", PathAmazonDNS, func(t *testing.T, d doc) {
-			d.obj(t, "Route53Resolver", "AssociateFirewallRuleGroup")["Priority"] = 10000
-		}, "outside 100-9900"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			d := loadDoc(t, base)
-			c.mutate(t, d)
-			after := mustEvaluate(t, d.bytes(t), nil)
-			for id, b := range before {
-				a := after[id]
-				if id == c.path {
-					if a.Verdict != Open || a.Evidence != Computed || a.ClosedBy != "" {
-						t.Errorf("%s: %s/%s closed_by %q, want open/computed", id, a.Verdict, a.Evidence, a.ClosedBy)
-					}
-					if !strings.Contains(a.Detail, c.says) {
-						t.Errorf("%s detail %q does not say %q", id, a.Detail, c.says)
-					}
-					continue
-				}
-				if a.Verdict != b.Verdict || a.Evidence != b.Evidence {
-					t.Errorf("%s moved too: %s/%s -> %s/%s (%s)", id, b.Verdict, b.Evidence, a.Verdict, a.Evidence, a.Detail)
-				}
+			if c.special == nil && !strings.Contains(r.Summary, "2 unproven (instance-metadata, time-sync)") {
+				t.Errorf("summary %q", r.Summary)
 			}
 		})
 	}
@@ -412,7 +255,7 @@ func TestRecordedAttempts(t *testing.T) {
 		detail   string
 		counts   [3]int
 	}{
-		{"none: nothing moves on absence of evidence", nil, PathInstanceMetadata, Unproven, Documented, "", "", [3]int{10, 1, 2}},
+		{"none: nothing moves on absence of evidence", nil, PathInstanceMetadata, Unproven, NoEvidence, "", "", [3]int{10, 1, 2}},
 		{"blocked closes an unproven path, graded recorded",
 			[]Attempt{{PathInstanceMetadata, "169.254.169.254:80", Blocked, at}}, PathInstanceMetadata, Closed, Recorded,
 			"recorded attempt: blocked 169.254.169.254:80 at 2025-03-01T12:00:00Z", "not by the configuration", [3]int{11, 1, 1}},
@@ -484,102 +327,6 @@ func TestParseAttempts(t *testing.T) {
 	}
 }
 
-func TestResolveNetwork(t *testing.T) {
-	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	full := map[string]string{
-		EnvRegion: "eu-west-1", EnvCluster: "previews", EnvVPCID: "vpc-0abc1234def567890", EnvVPCCIDR: "10.20.0.0/16",
-		EnvSubnetIDs: "subnet-0aaa1111bbb222333, subnet-0ccc4444ddd555666", EnvSubnetCIDRs: "10.20.1.0/24,10.20.2.0/24",
-	}
-	with := func(k, v string) map[string]string {
-		m := map[string]string{}
-		for a, b := range full {
-			m[a] = b
-		}
-		if v == "" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
-	t.Run("unset gives the placeholder network", func(t *testing.T) {
-		n, err := ResolveNetwork(NetworkSettings{}, noEnv)
-		if err != nil || n.Described || n.VPCID != PlaceholderNetwork().VPCID {
-			t.Fatalf("%+v %v", n, err)
-		}
-		if s := n.Sentence(); !strings.Contains(s, "Setting them changes the report, not the answer") || !strings.Contains(s, EnvSubnetCIDRs) {
-			t.Errorf("sentence %q", s)
-		}
-	})
-	t.Run("probe image alone keeps the placeholder", func(t *testing.T) {
-		n, err := ResolveNetwork(NetworkSettings{}, env(map[string]string{EnvProbeImage: "ghcr.io/antifailure/probe:1"}))
-		if err != nil || n.Described || n.ProbeImage != "ghcr.io/antifailure/probe:1" {
-			t.Fatalf("%+v %v", n, err)
-		}
-	})
-	t.Run("from the environment", func(t *testing.T) {
-		n, err := ResolveNetwork(NetworkSettings{}, env(full))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !n.Described || n.Region != "eu-west-1" || len(n.Subnets) != 2 || n.Subnets[1].ID != "subnet-0ccc4444ddd555666" || n.Subnets[1].CIDR.String() != "10.20.2.0/24" {
-			t.Fatalf("%+v", n)
-		}
-		if s := n.Sentence(); !strings.Contains(s, "vpc-0abc1234def567890") || !strings.Contains(s, "not the answer") {
-			t.Errorf("sentence %q", s)
-		}
-	})
-	t.Run("explicit wins", func(t *testing.T) {
-		n, err := ResolveNetwork(NetworkSettings{Region: "eu-central-1", SubnetIDs: []string{"subnet-0eee7777fff888999"}, SubnetCIDRs: []string{"10.20.9.0/24"}}, env(full))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n.Region != "eu-central-1" || len(n.Subnets) != 1 || n.Subnets[0].ID != "subnet-0eee7777fff888999" || n.Cluster != "previews" {
-			t.Fatalf("%+v", n)
-		}
-	})
-	bad := []struct {
-		name     string
-		explicit NetworkSettings
-		env      map[string]string
-		code     refusal.Code
-		attr     string
-		says     string
-	}{
-		{"count mismatch", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.1.0/24"), SubnetCountMismatch, AttrSubnetCIDRs, "AF_ECS_SUBNET_IDS (from the environment) lists 2 subnet(s) but AF_ECS_SUBNET_CIDRS (from the environment) lists 1"},
-		{"invalid CIDR", NetworkSettings{}, with(EnvVPCCIDR, "10.20.0.0/33"), NetworkBadValue, AttrVPCCIDR, `AF_ECS_VPC_CIDR (from the environment) "10.20.0.0/33" is not a CIDR block`},
-		{"host bits", NetworkSettings{}, with(EnvVPCCIDR, "10.20.0.1/16"), NetworkBadValue, AttrVPCCIDR, "host bits set"},
-		{"IPv6 VPC block", NetworkSettings{}, with(EnvVPCCIDR, "2001:db8::/56"), NetworkBadValue, AttrVPCCIDR, "not an IPv4"},
-		{"subnet outside the VPC", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.1.0/24,10.99.2.0/24"), SubnetOutsideVPC, AttrSubnetCIDRs, "entry 2, 10.99.2.0/24, lies outside the VPC's 10.20.0.0/16"},
-		{"subnet larger than the VPC", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.1.0/24,10.0.0.0/8"), NetworkBadValue, AttrSubnetCIDRs, "/8"},
-		{"overlapping subnets", NetworkSettings{}, with(EnvSubnetCIDRs, "10.20.0.0/20,10.20.2.0/24"), SubnetOutsideVPC, AttrSubnetCIDRs, "overlap"},
-		{"duplicate subnet id", NetworkSettings{}, with(EnvSubnetIDs, "subnet-0aaa1111bbb222333,subnet-0aaa1111bbb222333"), SubnetOutsideVPC, AttrSubnetIDs, "twice"},
-		{"bad subnet id", NetworkSettings{}, with(EnvSubnetIDs, "subnet-0aaa1111bbb222333,sn-2"), NetworkBadValue, AttrSubnetIDs, `entry 2, "sn-2"`},
-		{"bad region", NetworkSettings{}, with(EnvRegion, "Ireland"), NetworkBadValue, AttrRegion, `AF_ECS_REGION (from the environment) "Ireland"`},
-		{"bad VPC id", NetworkSettings{}, with(EnvVPCID, "vpc-xyz"), NetworkBadValue, AttrVPCID, "not a VPC id"},
-		{"cluster ARN in another region", NetworkSettings{}, with(EnvCluster, "arn:aws:ecs:us-east-1:123456789012:cluster/previews"), NetworkBadValue, AttrCluster, "in us-east-1, not in eu-west-1"},
-		{"bad attribute named as attribute", NetworkSettings{VPCCIDR: "ten"}, full, NetworkBadValue, AttrVPCCIDR, "AF_ECS_VPC_CIDR (attribute vpc_cidr)"},
-		{"partly set", NetworkSettings{}, map[string]string{EnvRegion: "eu-west-1", EnvVPCID: "vpc-0abc1234def567890"}, NetworkIncomplete, AttrRegion, "AF_ECS_CLUSTER (cluster), AF_ECS_VPC_CIDR (vpc_cidr), AF_ECS_SUBNET_IDS (subnet_ids), AF_ECS_SUBNET_CIDRS (subnet_cidrs) are not set, while AF_ECS_REGION, AF_ECS_VPC_ID are"},
-		{"bad probe image", NetworkSettings{ProbeImage: "probe image"}, nil, NetworkBadValue, AttrProbeImage, "not an image reference"},
-	}
-	for _, c := range bad {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := ResolveNetwork(c.explicit, env(c.env))
-			list := refusal.All(err)
-			if len(list) == 0 {
-				t.Fatal("accepted")
-			}
-			r := list[0]
-			if r.Code != c.code || r.Attribute != c.attr || !strings.Contains(r.Summary, c.says) {
-				t.Fatalf("got %s on %s: %q\nwant %s on %s mentioning %q", r.Code, r.Attribute, r.Summary, c.code, c.attr, c.says)
-			}
-			if !r.Code.Known() || !strings.HasSuffix(r.Body(), "Nothing was created.") {
-				t.Errorf("body %q", r.Body())
-			}
-		})
-	}
-}
-
 func TestPlanDocument(t *testing.T) {
 	d1, d2 := planDoc(t, described()), planDoc(t, described())
 	if !bytes.Equal(d1, d2) {
@@ -611,7 +358,7 @@ func TestPlanDocument(t *testing.T) {
 	}
 
 	// The network changes the report, not the answer.
-	other := planDoc(t, PlaceholderNetwork())
+	other := planDoc(t, withAccount(PlaceholderNetwork(), "210987654321"))
 	if bytes.Equal(other, d1) {
 		t.Fatal("the network does not reach the plan")
 	}
@@ -653,6 +400,9 @@ func TestProbeContainer(t *testing.T) {
 	}
 }
 
+// Done when: with a described network and a cluster ARN in 123456789012,
+// every repository, log group and own-bucket statement names 123456789012,
+// and no Resource holds a policy variable.
 func TestEndpointPolicies(t *testing.T) {
 	r, err := NewReport(parse(t, shopManifest), described(), nil)
 	if err != nil {
@@ -661,20 +411,80 @@ func TestEndpointPolicies(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(r.VPCEndpointPolicies)); !reflect.DeepEqual(got, []string{"ecr.api", "ecr.dkr", "logs", "s3"}) {
 		t.Fatalf("services %v", got)
 	}
-	for svc, want := range map[string][]string{
-		"ecr.dkr": {"arn:aws:ecr:eu-west-1:${aws:PrincipalAccount}:repository/antifailure/shop", "ecr:GetAuthorizationToken"},
-		"logs":    {"arn:aws:logs:eu-west-1:${aws:PrincipalAccount}:log-group:/antifailure/shop"},
-		"s3":      {"arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/*", "arn:aws:s3:::antifailure-shop-0abc1234def567890/*"},
-	} {
-		for _, w := range want {
-			if !strings.Contains(r.VPCEndpointPolicies[svc], w) {
-				t.Errorf("%s policy lacks %s: %s", svc, w, r.VPCEndpointPolicies[svc])
-			}
-		}
+	role := "arn:aws:iam::123456789012:role/antifailure-shop-execution"
+	want := map[string][]string{
+		"ecr.dkr": {"*", "arn:aws:ecr:eu-west-1:123456789012:repository/antifailure/shop"},
+		"logs":    {"arn:aws:logs:eu-west-1:123456789012:log-group:/antifailure/shop", "arn:aws:logs:eu-west-1:123456789012:log-group:/antifailure/shop:*"},
+		"s3":      {"arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/*", "arn:aws:s3:::antifailure-shop-0abc1234def567890", "arn:aws:s3:::antifailure-shop-0abc1234def567890/*"},
+	}
+	want["ecr.api"] = want["ecr.dkr"]
+	statements := 0
+	for svc, resources := range want {
 		var pd PolicyDocument
 		if err := json.Unmarshal([]byte(r.VPCEndpointPolicies[svc]), &pd); err != nil || pd.Version != "2012-10-17" {
-			t.Errorf("%s policy: %v", svc, err)
+			t.Fatalf("%s policy: %v", svc, err)
 		}
+		var got []string
+		for _, st := range pd.Statement {
+			statements++
+			if len(st.Resource) != 1 {
+				t.Errorf("%s %s names %d resources; one statement per resource", svc, st.Sid, len(st.Resource))
+			}
+			r := st.Resource[0]
+			got = append(got, r)
+			if strings.Contains(r, "${") {
+				t.Errorf("%s %s: a policy variable in Resource %s", svc, st.Sid, r)
+			}
+			pin, _ := conditionValues(st, KeyPrincipalArn, "ArnEquals")
+			owner, _ := conditionValues(st, KeyResourceAccount, "StringEquals")
+			switch {
+			case svc != "s3":
+				if !reflect.DeepEqual(pin, []string{role}) {
+					t.Errorf("%s %s: caller pinned to %v, want the execution role", svc, st.Sid, pin)
+				}
+			case strings.Contains(r, "starport-layer-bucket"):
+				if st.Condition != nil || !reflect.DeepEqual([]string(st.Action), []string{"s3:GetObject"}) {
+					t.Errorf("layer bucket statement is not AWS's minimal one: %+v", st)
+				}
+			default:
+				if !reflect.DeepEqual(owner, []string{"123456789012"}) {
+					t.Errorf("%s %s: bucket owner %v", svc, st.Sid, owner)
+				}
+			}
+			if r == "*" && !reflect.DeepEqual([]string(st.Action), []string{actionToken}) {
+				t.Errorf("%s: \"*\" for %v", svc, st.Action)
+			}
+		}
+		if !reflect.DeepEqual(got, resources) {
+			t.Errorf("%s resources %v, want %v", svc, got, resources)
+		}
+	}
+	if statements != 9 {
+		t.Errorf("%d statements", statements)
+	}
+
+	// The plan creates what the policies name, before them.
+	p, err := BuildPlan(parse(t, shopManifest), described())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *p.IAM.CreateRole.RoleName != "antifailure-shop-execution" || *p.ECS.RegisterTaskDefinition.ExecutionRoleArn != role {
+		t.Errorf("role %s, task definition names %s", *p.IAM.CreateRole.RoleName, *p.ECS.RegisterTaskDefinition.ExecutionRoleArn)
+	}
+	if *p.S3.CreateBucket.Bucket != p.S3.Bucket || *p.S3.PutPublicAccessBlock.ExpectedBucketOwner != "123456789012" ||
+		string(p.S3.CreateBucket.CreateBucketConfiguration.LocationConstraint) != "eu-west-1" {
+		t.Errorf("bucket %+v", p.S3)
+	}
+	if ec2 := slices.Index(p.ApplyOrder, StepEC2); slices.Index(p.ApplyOrder, StepIAM) > ec2 || slices.Index(p.ApplyOrder, StepS3) > ec2 {
+		t.Errorf("apply order %v", p.ApplyOrder)
+	}
+	if doc, _ := p.JSON(); strings.Contains(string(doc), "${aws:") || strings.Contains(string(doc), AccountPlaceholder) {
+		t.Errorf("the document holds a policy variable or the placeholder")
+	}
+	// No account: the placeholder, never a policy variable.
+	p, _ = BuildPlan(parse(t, shopManifest), describedNoAccount())
+	if doc, _ := p.JSON(); strings.Contains(string(doc), "${aws:") || !strings.Contains(string(doc), "arn:aws:iam::ACCOUNT_ID:role/") {
+		t.Errorf("without an account: %s", doc)
 	}
 }
 
@@ -709,7 +519,7 @@ func TestOwnFirewallGroupIsClean(t *testing.T) {
 
 func TestRefusal(t *testing.T) {
 	m := parse(t, shopManifest)
-	r := Refusal(m, PlaceholderNetwork())
+	r := Refusal(m, described(), nil)
 	if r.Code != RuntimeRefused || r.Attribute != "manifest" || r.Line != 3 {
 		t.Fatalf("%+v", r)
 	}
@@ -724,6 +534,8 @@ func TestRefusal(t *testing.T) {
 		"antifailure_ecs_egress_report",
 		"Setting them changes the report, not the answer",
 		"task-metadata          open     documented",
+		"instance-metadata      unproven none",
+		"vpc-0abc1234def567890", "Account 123456789012",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body lacks %q:\n%s", want, body)
@@ -732,16 +544,62 @@ func TestRefusal(t *testing.T) {
 	if !strings.HasSuffix(body, "Nothing was created.") || !strings.HasPrefix(r.Title(), "AF-ECS-001 ") {
 		t.Errorf("title %q body %q", r.Title(), body)
 	}
-	if d := Refusal(m, described()); strings.Contains(d.Body(), "placeholder") || !strings.Contains(d.Body(), "vpc-0abc1234def567890") {
-		t.Errorf("described network: %s", d.Body())
+	p := Refusal(m, PlaceholderNetwork(), nil)
+	if !strings.Contains(p.Body(), "placeholder") || !strings.Contains(p.Summary, "8 are closed") ||
+		!strings.Contains(p.Body(), "interface-endpoints and s3-gateway stay unproven until the account is known: set AF_ECS_ACCOUNT_ID") {
+		t.Errorf("placeholder network: %s", p.Error())
+	}
+}
+
+// tableRows counts the path lines of a refusal's table.
+func tableRows(body string) int {
+	n := 0
+	for _, id := range PathIDs() {
+		if strings.Contains(body, "\n  "+id+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+// Every ecs refusal carries the report: a bad variable is named, and the
+// thirteen paths are listed with what could be judged without it.
+func TestRefusalWithABadNetworkCarriesTheReport(t *testing.T) {
+	_, netErr := ResolveNetwork(NetworkSettings{}, func(k string) string {
+		return map[string]string{EnvRegion: "eu-west-1", EnvCluster: "previews", EnvVPCID: "vpc-0abc1234def567890", EnvVPCCIDR: "10.20.0.0/33",
+			EnvSubnetIDs: "subnet-0aaa1111bbb222333", EnvSubnetCIDRs: "10.20.1.0/24"}[k]
+	})
+	if netErr == nil {
+		t.Fatal("the bad CIDR was accepted")
+	}
+	r := Refusal(parse(t, shopManifest), Network{}, netErr)
+	if r.Code != RuntimeRefused || !strings.Contains(r.Summary, "AF-ECS-011 AF_ECS_VPC_CIDR (from the environment) \"10.20.0.0/33\" is not a CIDR block") {
+		t.Fatalf("%s", r.Error())
+	}
+	body := r.Body()
+	if n := tableRows(body); n != 13 {
+		t.Errorf("%d of 13 paths listed:\n%s", n, body)
+	}
+	for _, want := range []string{"2 closed", "1 open (task-metadata)", "10 unproven", "public-ip              unproven none",
+		"ecs-exec               closed   computed", "Next: Correct the variable", "Nothing was created."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "until the account is known") {
+		t.Errorf("a path not judged for the network is blamed on the account:\n%s", body)
 	}
 }
 
 func TestRefusalNamesUnrepresentableHost(t *testing.T) {
 	m := parse(t, "name: shop\nruntime:\n  provider: ecs\negress:\n  - host: _dmarc.example.com\n    mode: mock\n")
-	r := Refusal(m, PlaceholderNetwork())
-	if r.Code != RuntimeRefused || !strings.Contains(r.Body(), `"_dmarc.example.com"`) || !strings.Contains(r.Body(), "AF-DNS-001") {
+	r := Refusal(m, described(), nil)
+	if r.Code != RuntimeRefused || !strings.Contains(r.Summary, `"_dmarc.example.com"`) || !strings.Contains(r.Summary, "AF-DNS-001") {
 		t.Fatalf("%s", r.Error())
+	}
+	if body := r.Body(); tableRows(body) != 13 || !strings.Contains(body, "amazon-dns             unproven none") ||
+		!strings.Contains(body, "9 closed") || !strings.Contains(body, "public-ip              closed   computed") {
+		t.Errorf("%s", body)
 	}
 	_, err := NewReport(m, PlaceholderNetwork(), nil)
 	if list := refusal.All(err); len(list) != 1 || list[0].Code != dnsfirewall.HostUnrepresentable || list[0].Line != 5 {

@@ -6,11 +6,13 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
+
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 )
 
 // The network variables. The first six describe the network; the
-// seventh is optional.
+// probe image and the account are optional.
 const (
 	EnvRegion      = "AF_ECS_REGION"
 	EnvCluster     = "AF_ECS_CLUSTER"
@@ -19,6 +21,7 @@ const (
 	EnvSubnetIDs   = "AF_ECS_SUBNET_IDS"
 	EnvSubnetCIDRs = "AF_ECS_SUBNET_CIDRS"
 	EnvProbeImage  = "AF_ECS_PROBE_IMAGE"
+	EnvAccountID   = "AF_ECS_ACCOUNT_ID"
 )
 
 // Attribute names of the same settings on the data source.
@@ -30,6 +33,7 @@ const (
 	AttrSubnetIDs   = "subnet_ids"
 	AttrSubnetCIDRs = "subnet_cidrs"
 	AttrProbeImage  = "probe_image"
+	AttrAccountID   = "account_id"
 )
 
 // Network refusals.
@@ -40,6 +44,9 @@ var (
 	NetworkBadValue = refusal.Register("AF-ECS-011",
 		"An ECS network variable holds a value that is not what it names (a region, a cluster, a VPC or subnet id, a CIDR block, an image).",
 		"Correct the variable or attribute named in the message.")
+	AccountMismatch = refusal.Register("AF-ECS-030",
+		"AF_ECS_ACCOUNT_ID names one AWS account and the cluster ARN in AF_ECS_CLUSTER another; the endpoint policies would be pinned to an account the cluster is not in.",
+		"Give AF_ECS_ACCOUNT_ID (account_id) the account in the cluster ARN, or leave it unset: a cluster ARN carries the account.")
 	SubnetCountMismatch = refusal.Register("AF-ECS-012",
 		"AF_ECS_SUBNET_IDS and AF_ECS_SUBNET_CIDRS do not list the same number of subnets; they are read in matching order.",
 		"List one CIDR block in AF_ECS_SUBNET_CIDRS for each subnet in AF_ECS_SUBNET_IDS, in the same order.")
@@ -58,6 +65,7 @@ type NetworkSettings struct {
 	SubnetIDs   []string
 	SubnetCIDRs []string
 	ProbeImage  string
+	AccountID   string
 }
 
 // Or fills every setting s leaves empty from fallback.
@@ -82,6 +90,7 @@ func (s NetworkSettings) Or(fallback NetworkSettings) NetworkSettings {
 		SubnetIDs:   list(s.SubnetIDs, fallback.SubnetIDs),
 		SubnetCIDRs: list(s.SubnetCIDRs, fallback.SubnetCIDRs),
 		ProbeImage:  str(s.ProbeImage, fallback.ProbeImage),
+		AccountID:   str(s.AccountID, fallback.AccountID),
 	}
 }
 
@@ -100,10 +109,20 @@ type Network struct {
 	Subnets []Subnet
 	// ProbeImage is the containment probe's image; empty: no probe container.
 	ProbeImage string
+	// Account is the environment's 12-digit AWS account, from the cluster
+	// ARN or AF_ECS_ACCOUNT_ID; empty: unknown, and the endpoint policies
+	// cannot be pinned to it.
+	Account string
+	// AccountFrom says where Account came from, for the report.
+	AccountFrom string
 	// Described is false when none of the six variables was set and the
 	// report is computed for a placeholder network.
 	Described bool
 }
+
+// AccountSettles names what settles the paths an unknown account leaves
+// unproven.
+const AccountSettles = "set " + EnvAccountID + " (attribute " + AttrAccountID + ") or give " + EnvCluster + " as a cluster ARN (arn:aws:ecs:<region>:<account>:cluster/<name>)"
 
 // PlaceholderNetwork is the network a report is computed for when the six
 // variables are unset. Its identifiers are visibly not real ones.
@@ -122,9 +141,13 @@ func PlaceholderNetwork() Network {
 
 // Sentence says, in one sentence, what the network means for the report.
 func (n Network) Sentence() string {
+	account := "The account is unknown (" + AccountSettles + ")."
+	if n.Account != "" {
+		account = "Account " + n.Account + " (from " + n.AccountFrom + ")."
+	}
 	if n.Described {
-		return fmt.Sprintf("The report is computed for the network the variables describe: VPC %s (%s) in %s, %d subnet(s), cluster %s. Setting them changes the report, not the answer.",
-			n.VPCID, n.VPCCIDR, n.Region, len(n.Subnets), n.Cluster)
+		return fmt.Sprintf("The report is computed for the network the variables describe: VPC %s (%s) in %s, %d subnet(s), cluster %s. %s Setting them changes the report, not the answer.",
+			n.VPCID, n.VPCCIDR, n.Region, len(n.Subnets), n.Cluster, account)
 	}
 	return fmt.Sprintf("The ECS network variables (%s, %s, %s, %s, %s, %s) are not set, so the report is computed for a placeholder network (VPC %s, %s, in %s). Setting them changes the report, not the answer: runtime.provider ecs is refused either way.",
 		EnvRegion, EnvCluster, EnvVPCID, EnvVPCCIDR, EnvSubnetIDs, EnvSubnetCIDRs, n.VPCID, n.VPCCIDR, n.Region)
@@ -150,7 +173,7 @@ func (s setting) set() bool { return s.value != "" || len(s.list) > 0 }
 var (
 	regionPattern     = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d{1,2}$`)
 	clusterName       = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
-	clusterARN        = regexp.MustCompile(`^arn:aws[a-z-]*:ecs:([a-z0-9-]+):\d{12}:cluster/([A-Za-z0-9_-]{1,255})$`)
+	accountPattern    = regexp.MustCompile(`^\d{12}$`)
 	vpcIDPattern      = regexp.MustCompile(`^vpc-([0-9a-f]{8}|[0-9a-f]{17})$`)
 	subnetIDPattern   = regexp.MustCompile(`^subnet-([0-9a-f]{8}|[0-9a-f]{17})$`)
 	imageDisallowed   = regexp.MustCompile(`[\s"'\\]`)
@@ -188,6 +211,7 @@ func ResolveNetwork(explicit NetworkSettings, getenv func(string) string) (Netwo
 	subnetIDs := pickList(EnvSubnetIDs, AttrSubnetIDs, explicit.SubnetIDs)
 	subnetCIDRs := pickList(EnvSubnetCIDRs, AttrSubnetCIDRs, explicit.SubnetCIDRs)
 	probe := pick(EnvProbeImage, AttrProbeImage, explicit.ProbeImage)
+	account := pick(EnvAccountID, AttrAccountID, explicit.AccountID)
 
 	var errs refusal.List
 	bad := func(s setting, format string, args ...any) {
@@ -195,6 +219,9 @@ func ResolveNetwork(explicit NetworkSettings, getenv func(string) string) (Netwo
 	}
 	if probe.value != "" && (len(probe.value) > maxImageReference || imageDisallowed.MatchString(probe.value)) {
 		bad(probe, "%q is not an image reference (no spaces or quotes, at most %d characters)", probe.value, maxImageReference)
+	}
+	if account.value != "" && !accountPattern.MatchString(account.value) {
+		bad(account, "%q is not an AWS account id (12 digits)", account.value)
 	}
 
 	six := []setting{region, cluster, vpcID, vpcCIDR, subnetIDs, subnetCIDRs}
@@ -207,6 +234,9 @@ func ResolveNetwork(explicit NetworkSettings, getenv func(string) string) (Netwo
 	if len(missing) == len(six) {
 		n := PlaceholderNetwork()
 		n.ProbeImage = probe.value
+		if account.value != "" {
+			n.Account, n.AccountFrom = account.value, account.source()
+		}
 		if len(errs) > 0 {
 			return Network{}, errs
 		}
@@ -237,9 +267,24 @@ func ResolveNetwork(explicit NetworkSettings, getenv func(string) string) (Netwo
 	if !regionPattern.MatchString(region.value) {
 		bad(region, "%q is not an AWS region name such as eu-west-1", region.value)
 	}
-	if m := clusterARN.FindStringSubmatch(cluster.value); m != nil {
-		if m[1] != region.value {
-			bad(cluster, "%q is a cluster in %s, not in %s (%s)", cluster.value, m[1], region.value, EnvRegion)
+	if account.value != "" && accountPattern.MatchString(account.value) {
+		n.Account, n.AccountFrom = account.value, account.source()
+	}
+	if arn.IsARN(cluster.value) {
+		a, err := arn.Parse(cluster.value)
+		name, isCluster := strings.CutPrefix(a.Resource, "cluster/")
+		switch {
+		case err != nil || a.Service != "ecs" || !isCluster || !clusterName.MatchString(name) || !strings.HasPrefix(a.Partition, "aws"):
+			bad(cluster, "%q is not an ECS cluster ARN (arn:aws:ecs:<region>:<account>:cluster/<name>)", cluster.value)
+		case !accountPattern.MatchString(a.AccountID):
+			bad(cluster, "%q names account %q, which is not an AWS account id (12 digits)", cluster.value, a.AccountID)
+		case a.Region != region.value:
+			bad(cluster, "%q is a cluster in %s, not in %s (%s)", cluster.value, a.Region, region.value, EnvRegion)
+		case n.Account != "" && n.Account != a.AccountID:
+			errs = append(errs, refusal.New(AccountMismatch, "%s is %s, but %s %q is a cluster in account %s",
+				account.source(), n.Account, cluster.source(), cluster.value, a.AccountID).OnAttribute(account.attr))
+		default:
+			n.Account, n.AccountFrom = a.AccountID, cluster.source()+", a cluster ARN"
 		}
 	} else if !clusterName.MatchString(cluster.value) {
 		bad(cluster, "%q is not an ECS cluster name (letters, digits, hyphens, underscores, up to 255) or cluster ARN", cluster.value)

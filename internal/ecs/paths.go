@@ -1,10 +1,7 @@
 package ecs
 
 import (
-	"encoding/json"
 	"fmt"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -365,265 +362,6 @@ func evalPrivateRoutes(v *view) result {
 	return closedComputed("No route targets a peering connection, transit gateway, virtual private gateway, network interface, instance or other gateway, and the only local route is the VPC's own " + v.vpcCIDR + ".")
 }
 
-// permissionKey is a canonical text of one security group permission.
-func permissionKey(p types.IpPermission) string {
-	var parts []string
-	for _, r := range p.IpRanges {
-		parts = append(parts, "cidr:"+aws.ToString(r.CidrIp))
-	}
-	for _, r := range p.Ipv6Ranges {
-		parts = append(parts, "cidr6:"+aws.ToString(r.CidrIpv6))
-	}
-	for _, r := range p.PrefixListIds {
-		parts = append(parts, "pl:"+aws.ToString(r.PrefixListId))
-	}
-	for _, r := range p.UserIdGroupPairs {
-		parts = append(parts, "sg:"+aws.ToString(r.GroupId))
-	}
-	sort.Strings(parts)
-	proto := strings.ToLower(aws.ToString(p.IpProtocol))
-	if proto == "-1" || proto == "all" {
-		return "all " + strings.Join(parts, ",")
-	}
-	return fmt.Sprintf("%s %s-%s %s", proto, portText(p.FromPort), portText(p.ToPort), strings.Join(parts, ","))
-}
-
-func portText(p *int32) string {
-	if p == nil {
-		return "?"
-	}
-	return strconv.Itoa(int(*p))
-}
-
-// splitPermission splits a permission into one per target, as EC2 stores
-// rules, so revoking and judging work per target.
-func splitPermission(p types.IpPermission) []types.IpPermission {
-	base := types.IpPermission{IpProtocol: p.IpProtocol, FromPort: p.FromPort, ToPort: p.ToPort}
-	var out []types.IpPermission
-	for _, r := range p.IpRanges {
-		q := base
-		q.IpRanges = []types.IpRange{r}
-		out = append(out, q)
-	}
-	for _, r := range p.Ipv6Ranges {
-		q := base
-		q.Ipv6Ranges = []types.Ipv6Range{r}
-		out = append(out, q)
-	}
-	for _, r := range p.PrefixListIds {
-		q := base
-		q.PrefixListIds = []types.PrefixListId{r}
-		out = append(out, q)
-	}
-	for _, r := range p.UserIdGroupPairs {
-		q := base
-		q.UserIdGroupPairs = []types.UserIdGroupPair{r}
-		out = append(out, q)
-	}
-	return out
-}
-
-// EffectiveEgress is what a security group's egress holds once its inputs are
-// applied: the allow-all rule EC2 creates, minus what is revoked, plus what
-// is authorized; one permission per target.
-func EffectiveEgress(sg SecurityGroup) []types.IpPermission {
-	rules := map[string]types.IpPermission{}
-	var order []string
-	add := func(p types.IpPermission) {
-		for _, q := range splitPermission(p) {
-			k := permissionKey(q)
-			if _, ok := rules[k]; !ok {
-				order = append(order, k)
-			}
-			rules[k] = q
-		}
-	}
-	add(allEgress())
-	if sg.RevokeSecurityGroupEgress != nil {
-		for _, p := range sg.RevokeSecurityGroupEgress.IpPermissions {
-			for _, q := range splitPermission(p) {
-				delete(rules, permissionKey(q))
-			}
-		}
-	}
-	if sg.AuthorizeSecurityGroupEgress != nil {
-		for _, p := range sg.AuthorizeSecurityGroupEgress.IpPermissions {
-			add(p)
-		}
-	}
-	var out []types.IpPermission
-	for _, k := range order {
-		if p, ok := rules[k]; ok {
-			out = append(out, p)
-			delete(rules, k)
-		}
-	}
-	return out
-}
-
-func evalVPCLateral(v *view) result {
-	var problems []string
-	task := v.p.EC2.TaskSecurityGroup
-	if c := v.awsvpc(); c == nil {
-		problems = append(problems, "CreateService has no awsvpcConfiguration, so the task's security groups are unknown")
-	} else {
-		if len(c.SecurityGroups) == 0 {
-			problems = append(problems, "the service names no security group, so the task gets the VPC's default group, which allows all egress")
-		}
-		for _, g := range c.SecurityGroups {
-			if g != task.Ref {
-				problems = append(problems, "the task is also in security group "+g+", whose rules this document does not hold")
-			}
-		}
-	}
-	endpointSG := v.p.EC2.EndpointSecurityGroup.Ref
-	egress := EffectiveEgress(task)
-	for _, p := range egress {
-		proto := strings.ToLower(aws.ToString(p.IpProtocol))
-		https := (proto == "tcp" || proto == "6") && aws.ToInt32(p.FromPort) == 443 && aws.ToInt32(p.ToPort) == 443
-		target := ""
-		switch {
-		case len(p.UserIdGroupPairs) == 1 && aws.ToString(p.UserIdGroupPairs[0].GroupId) == endpointSG && endpointSG != "":
-			target = "endpoint security group"
-		case len(p.PrefixListIds) == 1 && aws.ToString(p.PrefixListIds[0].PrefixListId) == v.s3PrefixList && v.s3PrefixList != "":
-			target = "S3 prefix list"
-		}
-		if !https || target == "" {
-			problems = append(problems, "the task security group allows egress "+permissionKey(p))
-		}
-	}
-	if len(problems) > 0 {
-		return openComputed(problems)
-	}
-	return closedComputed(fmt.Sprintf("The allow-all egress rule EC2 creates is revoked; the task security group's egress is %d rule(s), TCP 443 to the endpoint security group %s and to the S3 prefix list %s, and the service uses no other group.",
-		len(egress), endpointSG, v.s3PrefixList))
-}
-
-// allowedResources are the resources an endpoint policy may name for the
-// plan's own environment, by short service name.
-type allowedResources struct {
-	partition, region string
-	repository        string
-	logGroup          string
-	bucket, layer     string
-}
-
-var accountPart = `(\$\{aws:PrincipalAccount\}|\d{12})`
-
-func (a allowedResources) allows(service string, resource string, actions []string) bool {
-	q := regexp.QuoteMeta
-	match := func(pattern string) bool { return regexp.MustCompile("^" + pattern + "$").MatchString(resource) }
-	switch service {
-	case "ecr.api", "ecr.dkr":
-		if resource == "*" {
-			return len(actions) > 0 && allEqual(actions, "ecr:GetAuthorizationToken")
-		}
-		return a.repository != "" && match("arn:"+q(a.partition)+":ecr:"+q(a.region)+":"+accountPart+":repository/"+q(a.repository))
-	case "logs":
-		return a.logGroup != "" && match("arn:"+q(a.partition)+":logs:"+q(a.region)+":"+accountPart+":log-group:"+q(a.logGroup)+`(:\*)?`)
-	case "s3":
-		return resource == "arn:"+a.partition+":s3:::"+a.layer+"/*" ||
-			(a.bucket != "" && (resource == "arn:"+a.partition+":s3:::"+a.bucket || resource == "arn:"+a.partition+":s3:::"+a.bucket+"/*"))
-	}
-	return false
-}
-
-func allEqual(xs []string, want string) bool {
-	for _, x := range xs {
-		if x != want {
-			return false
-		}
-	}
-	return true
-}
-
-func (v *view) allowed() allowedResources {
-	a := allowedResources{partition: v.p.Partition, region: v.p.Region, bucket: v.p.S3.Bucket,
-		layer: "prod-" + v.p.Region + "-starport-layer-bucket"}
-	if r := v.p.ECR.CreateRepository; r != nil {
-		a.repository = aws.ToString(r.RepositoryName)
-	}
-	if l := v.p.Logs.CreateLogGroup; l != nil {
-		a.logGroup = aws.ToString(l.LogGroupName)
-	}
-	if a.partition == "" {
-		a.partition = "aws"
-	}
-	return a
-}
-
-// policyProblems judges one endpoint's policy: every Allow must name only
-// the environment's own resources for that service.
-func (v *view) policyProblems(e VpcEndpoint) []string {
-	name := aws.ToString(e.CreateVpcEndpoint.ServiceName)
-	short := strings.TrimPrefix(name, "com.amazonaws."+v.p.Region+".")
-	doc := aws.ToString(e.CreateVpcEndpoint.PolicyDocument)
-	if doc == "" {
-		return []string{"endpoint " + name + " has no policy, and an endpoint's default policy allows every action on every resource"}
-	}
-	var pd PolicyDocument
-	if err := json.Unmarshal([]byte(doc), &pd); err != nil {
-		return []string{"endpoint " + name + "'s policy cannot be read: " + err.Error()}
-	}
-	allowed := v.allowed()
-	var problems []string
-	for i, s := range pd.Statement {
-		if !strings.EqualFold(s.Effect, "Allow") {
-			continue
-		}
-		label := s.Sid
-		if label == "" {
-			label = "statement " + strconv.Itoa(i+1)
-		}
-		switch {
-		case len(s.NotResource) > 0 || len(s.NotAction) > 0 || s.NotPrincipal != nil:
-			problems = append(problems, fmt.Sprintf("endpoint %s's policy %s allows with NotResource/NotAction/NotPrincipal, which names what is excluded, not what is reached", name, label))
-			continue
-		case len(s.Resource) == 0:
-			problems = append(problems, fmt.Sprintf("endpoint %s's policy %s allows without naming a resource", name, label))
-		}
-		for _, r := range s.Resource {
-			if !allowed.allows(short, r, s.Action) {
-				problems = append(problems, fmt.Sprintf("endpoint %s's policy %s allows %s on %s, which is not this environment's own", name, label, strings.Join(s.Action, ", "), r))
-			}
-		}
-	}
-	return problems
-}
-
-// endpointsOfType names the plan's VPC endpoints of one type and what their
-// policies allow beyond this environment's own resources.
-func (v *view) endpointsOfType(t types.VpcEndpointType) (names, problems []string) {
-	for _, e := range v.p.EC2.VpcEndpoints {
-		if endpointType(e) != t {
-			continue
-		}
-		names = append(names, aws.ToString(e.CreateVpcEndpoint.ServiceName))
-		problems = append(problems, v.policyProblems(e)...)
-	}
-	return names, problems
-}
-
-func evalInterfaceEndpoints(v *view) result {
-	names, problems := v.endpointsOfType(types.VpcEndpointTypeInterface)
-	if len(problems) > 0 {
-		return openComputed(problems)
-	}
-	a := v.allowed()
-	return closedComputed(fmt.Sprintf("The policies of the %d interface endpoint(s) (%s) allow only this environment's repository %s (plus ecr:GetAuthorizationToken, which names no repository) and log group %s.",
-		len(names), strings.Join(names, ", "), a.repository, a.logGroup))
-}
-
-func evalS3Gateway(v *view) result {
-	names, problems := v.endpointsOfType(types.VpcEndpointTypeGateway)
-	if len(problems) > 0 {
-		return openComputed(problems)
-	}
-	a := v.allowed()
-	return closedComputed(fmt.Sprintf("The gateway endpoint policy (%s) allows only the region's ECR layer bucket %s and this environment's bucket %s.",
-		strings.Join(names, ", "), a.layer, a.bucket))
-}
-
 func evalAmazonDNS(v *view) result {
 	var problems []string
 	fw := v.p.Route53Resolver
@@ -734,12 +472,15 @@ func (v *view) probeSentence() string {
 	return "The plan carries the probe container " + v.probe + "; pass its output as recorded_attempts to settle the path."
 }
 
+// instance-metadata and time-sync are decided by neither the configuration
+// nor AWS's documentation: evidence none until a recorded attempt exists. The
+// detail cites what AWS does state, and says what it does not.
 func evalInstanceMetadata(v *view) result {
 	if !v.fargate {
 		return result{Unproven, NoEvidence, v.notFargate() + " " + v.probeSentence(), nil}
 	}
 	c := CiteInstanceProfiles
-	return result{Unproven, Documented, "Fargate removes the documented credential source at this address, but AWS does not state that the address stops answering, and those are different claims. " +
+	return result{Unproven, NoEvidence, "Nothing in the configuration addresses 169.254.169.254. AWS states that Fargate gives containers no instance profile; it does not state that the address stops answering, and those are different claims, so the statement is cited, not counted as evidence. " +
 		v.probeSentence() + " " + c.String(), &c}
 }
 
@@ -749,6 +490,6 @@ func evalTimeSync(v *view) result {
 	if !v.fargate {
 		what = "the task, which the document does not even place on Fargate"
 	}
-	return result{Unproven, Documented, "AWS documents the local Time Sync Service for EC2 instances, reached without any VPC configuration; nothing in this configuration addresses 169.254.169.123, and AWS's documentation is silent on whether it answers " +
-		what + ". " + v.probeSentence() + " " + c.String(), &c}
+	return result{Unproven, NoEvidence, "Nothing in the configuration addresses 169.254.169.123. AWS documents the local Time Sync Service for EC2 instances, reached without any VPC configuration, and is silent on whether it answers " +
+		what + "; silence is not evidence either way. " + v.probeSentence() + " " + c.String(), &c}
 }

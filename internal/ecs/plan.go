@@ -10,7 +10,6 @@ package ecs
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -23,8 +22,10 @@ import (
 	ecrtypes "github.com/aws/aws-sdk-go-v2/service/ecr/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/route53resolver"
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53resolver/types"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/dnsfirewall"
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
@@ -45,14 +46,11 @@ const (
 )
 
 // AccountPlaceholder stands for the AWS account id where an input needs it
-// (the execution role ARN, image URIs). The account is not one of the network
-// variables; endpoint policies use ${aws:PrincipalAccount} instead, which AWS
-// resolves itself.
+// and the account is not known (neither a cluster ARN nor AF_ECS_ACCOUNT_ID).
+// It is never replaced by a policy variable such as ${aws:PrincipalAccount}:
+// that names whoever signs the request, not the environment's account. A
+// plan that holds the placeholder leaves the endpoint paths unproven.
 const AccountPlaceholder = "ACCOUNT_ID"
-
-// PrincipalAccount is the IAM policy variable endpoint policies name the
-// account with.
-const PrincipalAccount = "${aws:PrincipalAccount}"
 
 // Fixed choices of the generated configuration.
 const (
@@ -83,13 +81,33 @@ type Plan struct {
 	// EgressCatalogue is the manifest's catalogue the DNS Firewall rules were
 	// generated from, so the document can be judged on its own.
 	EgressCatalogue []CatalogueEntry
+	// ApplyOrder is the order the inputs are applied in, by the names of
+	// their groups: the execution role and the bucket exist before any
+	// endpoint policy names them.
+	ApplyOrder      []string
+	IAM             IAMInputs
 	ECS             ECSInputs
 	ECR             ECRInputs
 	Logs            LogsInputs
-	S3              S3Names
+	S3              S3Inputs
 	EC2             EC2Inputs
 	Route53Resolver DNSFirewallInputs
 }
+
+// The groups of inputs, as ApplyOrder names them.
+const (
+	StepIAM             = "IAM"
+	StepS3              = "S3"
+	StepECR             = "ECR"
+	StepLogs            = "Logs"
+	StepEC2             = "EC2"
+	StepRoute53Resolver = "Route53Resolver"
+	StepECS             = "ECS"
+)
+
+// applyOrder creates what policies name (role, bucket, repository, log
+// group) before the endpoints whose policies name them, and the service last.
+var applyOrder = []string{StepIAM, StepS3, StepECR, StepLogs, StepEC2, StepRoute53Resolver, StepECS}
 
 // PlanNetwork is the network the plan is for.
 type PlanNetwork struct {
@@ -122,88 +140,52 @@ type LogsInputs struct {
 	PutRetentionPolicy *cloudwatchlogs.PutRetentionPolicyInput
 }
 
-// S3Names are the buckets the S3 gateway endpoint policy names.
-type S3Names struct {
-	Bucket      string // the environment's own bucket
-	LayerBucket string // the region's ECR layer bucket
+// S3Inputs are the buckets the S3 gateway endpoint policy names: the
+// environment's own, which the plan creates (bucket names are global: a name
+// the plan does not create is whoever's owns it), and the region's ECR layer
+// bucket, which AWS owns.
+type S3Inputs struct {
+	Bucket               string // the environment's own bucket
+	LayerBucket          string // the region's ECR layer bucket
+	CreateBucket         *CreateBucketInput
+	PutPublicAccessBlock *PutPublicAccessBlockInput
 }
 
-// EC2Inputs are the security groups, the route table and the VPC endpoints.
-type EC2Inputs struct {
-	TaskSecurityGroup     SecurityGroup
-	EndpointSecurityGroup SecurityGroup
-	RouteTable            RouteTable
-	VpcEndpoints          []VpcEndpoint
+// CreateBucketInput has the members of s3.CreateBucketInput the plan uses.
+type CreateBucketInput struct {
+	Bucket                    *string
+	CreateBucketConfiguration *s3types.CreateBucketConfiguration
 }
 
-// SecurityGroup is a security group as the EC2 calls that make it: create it
-// (EC2 adds a rule allowing all egress), revoke that rule, authorize the rules
-// the group should hold.
-type SecurityGroup struct {
-	Ref                           string
-	CreateSecurityGroup           CreateSecurityGroupInput
-	RevokeSecurityGroupEgress     *SecurityGroupRulesInput `json:",omitempty"`
-	AuthorizeSecurityGroupEgress  *SecurityGroupRulesInput `json:",omitempty"`
-	AuthorizeSecurityGroupIngress *SecurityGroupRulesInput `json:",omitempty"`
-}
-
-// CreateSecurityGroupInput has the members of ec2.CreateSecurityGroupInput.
-type CreateSecurityGroupInput struct {
-	Description       *string
-	GroupName         *string
-	VpcId             *string
-	TagSpecifications []types.TagSpecification
-}
-
-// SecurityGroupRulesInput has the members of ec2.RevokeSecurityGroupEgressInput,
-// ec2.AuthorizeSecurityGroupEgressInput and ec2.AuthorizeSecurityGroupIngressInput
+// PutPublicAccessBlockInput has the members of s3.PutPublicAccessBlockInput
 // the plan uses.
-type SecurityGroupRulesInput struct {
-	GroupId       *string
-	IpPermissions []types.IpPermission
+type PutPublicAccessBlockInput struct {
+	Bucket                         *string
+	ExpectedBucketOwner            *string
+	PublicAccessBlockConfiguration *s3types.PublicAccessBlockConfiguration
 }
 
-// RouteTable is the subnets' route table: created, associated with every
-// subnet, and holding Routes once the plan is applied: the local route EC2
-// creates with the table and the prefix-list route CreateVpcEndpoint adds for
-// the S3 gateway endpoint. The plan creates no other route.
-type RouteTable struct {
-	Ref                 string
-	CreateRouteTable    CreateRouteTableInput
-	AssociateRouteTable []AssociateRouteTableInput
-	Routes              []types.Route
+// IAMInputs are the task execution role: created, with an inline policy
+// naming only the environment's repository and log group.
+type IAMInputs struct {
+	CreateRole    *CreateRoleInput
+	PutRolePolicy *PutRolePolicyInput
 }
 
-// CreateRouteTableInput has the members of ec2.CreateRouteTableInput.
-type CreateRouteTableInput struct {
-	VpcId             *string
-	TagSpecifications []types.TagSpecification
+// CreateRoleInput has the members of iam.CreateRoleInput the plan uses.
+type CreateRoleInput struct {
+	RoleName                 *string
+	Path                     *string
+	Description              *string
+	AssumeRolePolicyDocument *string
+	Tags                     []iamtypes.Tag
 }
 
-// AssociateRouteTableInput has the members of ec2.AssociateRouteTableInput.
-type AssociateRouteTableInput struct {
-	RouteTableId *string
-	SubnetId     *string
-}
-
-// VpcEndpoint is one VPC endpoint.
-type VpcEndpoint struct {
-	Ref               string
-	CreateVpcEndpoint CreateVpcEndpointInput
-}
-
-// CreateVpcEndpointInput has the members of ec2.CreateVpcEndpointInput the
-// plan uses.
-type CreateVpcEndpointInput struct {
-	ServiceName       *string
-	VpcId             *string
-	VpcEndpointType   types.VpcEndpointType
-	PolicyDocument    *string
-	PrivateDnsEnabled *bool
-	RouteTableIds     []string
-	SecurityGroupIds  []string
-	SubnetIds         []string
-	TagSpecifications []types.TagSpecification
+// PutRolePolicyInput has the members of iam.PutRolePolicyInput.
+type PutRolePolicyInput struct {
+	RoleName       *string
+	PolicyName     *string
+	PolicyDocument *string
 }
 
 // DNSFirewallInputs are the Route 53 Resolver DNS Firewall inputs: the rule
@@ -227,14 +209,18 @@ type DomainList struct {
 
 // Names derived for an environment.
 type names struct {
-	app, prefix, partition, dnsSuffix         string
-	repository, logGroup, bucket, layerBucket string
-	repositoryARN, logGroupARN, bucketARN     string
-	layerObjectsARN, executionRole, imageURI  string
+	app, prefix, partition, dnsSuffix, account string
+	repository, logGroup, bucket, layerBucket  string
+	repositoryARN, logGroupARN, bucketARN      string
+	layerObjectsARN, roleName, executionRole   string
+	imageURI                                   string
 }
 
 func deriveNames(app string, net Network) names {
-	n := names{app: app, prefix: "antifailure-" + app, partition: "aws", dnsSuffix: "amazonaws.com"}
+	n := names{app: app, prefix: "antifailure-" + app, partition: "aws", dnsSuffix: "amazonaws.com", account: net.Account}
+	if n.account == "" {
+		n.account = AccountPlaceholder
+	}
 	switch {
 	case strings.HasPrefix(net.Region, "cn-"):
 		n.partition, n.dnsSuffix = "aws-cn", "amazonaws.com.cn"
@@ -251,12 +237,13 @@ func deriveNames(app string, net Network) names {
 	}
 	n.bucket = "antifailure-" + base + "-" + vpc
 	n.layerBucket = "prod-" + net.Region + "-starport-layer-bucket"
-	n.repositoryARN = fmt.Sprintf("arn:%s:ecr:%s:%s:repository/%s", n.partition, net.Region, PrincipalAccount, n.repository)
-	n.logGroupARN = fmt.Sprintf("arn:%s:logs:%s:%s:log-group:%s", n.partition, net.Region, PrincipalAccount, n.logGroup)
+	n.repositoryARN = fmt.Sprintf("arn:%s:ecr:%s:%s:repository/%s", n.partition, net.Region, n.account, n.repository)
+	n.logGroupARN = fmt.Sprintf("arn:%s:logs:%s:%s:log-group:%s", n.partition, net.Region, n.account, n.logGroup)
 	n.bucketARN = fmt.Sprintf("arn:%s:s3:::%s", n.partition, n.bucket)
 	n.layerObjectsARN = fmt.Sprintf("arn:%s:s3:::%s/*", n.partition, n.layerBucket)
-	n.executionRole = fmt.Sprintf("arn:%s:iam::%s:role/%s-execution", n.partition, AccountPlaceholder, n.prefix)
-	n.imageURI = fmt.Sprintf("%s.dkr.ecr.%s.%s/%s", AccountPlaceholder, net.Region, n.dnsSuffix, n.repository)
+	n.roleName = n.prefix + "-execution"
+	n.executionRole = roleARN(n.partition, n.account, n.roleName)
+	n.imageURI = fmt.Sprintf("%s.dkr.ecr.%s.%s/%s", n.account, net.Region, n.dnsSuffix, n.repository)
 	return n
 }
 
@@ -292,10 +279,12 @@ func BuildPlan(m *manifest.Manifest, net Network) (*Plan, error) {
 		Environment: m.Name,
 		Region:      net.Region,
 		Partition:   n.partition,
-		Account:     AccountPlaceholder,
+		Account:     n.account,
 		Cluster:     net.Cluster,
 		ProbeImage:  net.ProbeImage,
-		S3:          S3Names{Bucket: n.bucket, LayerBucket: n.layerBucket},
+		ApplyOrder:  append([]string(nil), applyOrder...),
+		IAM:         iamInputs(m.Name, n),
+		S3:          s3Inputs(net, n),
 	}
 	p.Network.Described = net.Described
 	p.Network.Vpc = types.Vpc{VpcId: aws.String(net.VPCID), CidrBlock: aws.String(net.VPCCIDR.String())}
@@ -407,165 +396,6 @@ func taskDefinition(m *manifest.Manifest, net Network, n names) *ecs.RegisterTas
 		ContainerDefinitions: containers,
 		Tags:                 []ecstypes.Tag{{Key: aws.String(tagEnvironment), Value: aws.String(m.Name)}},
 	}
-}
-
-// allEgress is the rule EC2 puts in every new security group.
-func allEgress() types.IpPermission {
-	return types.IpPermission{IpProtocol: aws.String("-1"), IpRanges: []types.IpRange{{CidrIp: aws.String("0.0.0.0/0")}}}
-}
-
-func https() (from, to *int32, proto *string) {
-	return aws.Int32(443), aws.Int32(443), aws.String("tcp")
-}
-
-func ec2Inputs(app string, net Network, n names, subnetIDs []string) EC2Inputs {
-	from, to, proto := https()
-	var out EC2Inputs
-	out.TaskSecurityGroup = SecurityGroup{
-		Ref: RefTaskSecurityGroup,
-		CreateSecurityGroup: CreateSecurityGroupInput{
-			GroupName:         aws.String(n.prefix + "-task"),
-			Description:       aws.String("Antifailure " + app + ": the task ENI; egress only to the VPC endpoints, TCP 443"),
-			VpcId:             aws.String(net.VPCID),
-			TagSpecifications: tags(types.ResourceTypeSecurityGroup, app, n.prefix+"-task"),
-		},
-		RevokeSecurityGroupEgress: &SecurityGroupRulesInput{GroupId: aws.String(RefTaskSecurityGroup), IpPermissions: []types.IpPermission{allEgress()}},
-		AuthorizeSecurityGroupEgress: &SecurityGroupRulesInput{GroupId: aws.String(RefTaskSecurityGroup), IpPermissions: []types.IpPermission{
-			{IpProtocol: proto, FromPort: from, ToPort: to, UserIdGroupPairs: []types.UserIdGroupPair{{
-				GroupId: aws.String(RefEndpointSecurityGroup), Description: aws.String("VPC interface endpoints: ECR API, ECR Docker, CloudWatch Logs"),
-			}}},
-			{IpProtocol: proto, FromPort: from, ToPort: to, PrefixListIds: []types.PrefixListId{{
-				PrefixListId: aws.String(RefS3PrefixList), Description: aws.String("S3 gateway endpoint"),
-			}}},
-		}},
-	}
-	out.EndpointSecurityGroup = SecurityGroup{
-		Ref: RefEndpointSecurityGroup,
-		CreateSecurityGroup: CreateSecurityGroupInput{
-			GroupName:         aws.String(n.prefix + "-endpoints"),
-			Description:       aws.String("Antifailure " + app + ": the VPC interface endpoints; TCP 443 from the task only"),
-			VpcId:             aws.String(net.VPCID),
-			TagSpecifications: tags(types.ResourceTypeSecurityGroup, app, n.prefix+"-endpoints"),
-		},
-		RevokeSecurityGroupEgress: &SecurityGroupRulesInput{GroupId: aws.String(RefEndpointSecurityGroup), IpPermissions: []types.IpPermission{allEgress()}},
-		AuthorizeSecurityGroupIngress: &SecurityGroupRulesInput{GroupId: aws.String(RefEndpointSecurityGroup), IpPermissions: []types.IpPermission{
-			{IpProtocol: proto, FromPort: from, ToPort: to, UserIdGroupPairs: []types.UserIdGroupPair{{
-				GroupId: aws.String(RefTaskSecurityGroup), Description: aws.String("the environment's task"),
-			}}},
-		}},
-	}
-	out.RouteTable = RouteTable{
-		Ref:              RefRouteTable,
-		CreateRouteTable: CreateRouteTableInput{VpcId: aws.String(net.VPCID), TagSpecifications: tags(types.ResourceTypeRouteTable, app, n.prefix)},
-		Routes: []types.Route{
-			{DestinationCidrBlock: aws.String(net.VPCCIDR.String()), GatewayId: aws.String("local"), Origin: types.RouteOriginCreateRouteTable, State: types.RouteStateActive},
-			{DestinationPrefixListId: aws.String(RefS3PrefixList), GatewayId: aws.String(RefS3Endpoint), Origin: types.RouteOriginCreateRoute, State: types.RouteStateActive},
-		},
-	}
-	for _, id := range subnetIDs {
-		out.RouteTable.AssociateRouteTable = append(out.RouteTable.AssociateRouteTable,
-			AssociateRouteTableInput{RouteTableId: aws.String(RefRouteTable), SubnetId: aws.String(id)})
-	}
-	policies := endpointPolicies(n)
-	for _, short := range interfaceServices {
-		out.VpcEndpoints = append(out.VpcEndpoints, VpcEndpoint{
-			Ref: refEndpointPrefix + short,
-			CreateVpcEndpoint: CreateVpcEndpointInput{
-				ServiceName: aws.String(serviceName(net.Region, short)), VpcId: aws.String(net.VPCID),
-				VpcEndpointType: types.VpcEndpointTypeInterface, PolicyDocument: aws.String(policies[short]),
-				PrivateDnsEnabled: aws.Bool(true), SubnetIds: subnetIDs, SecurityGroupIds: []string{RefEndpointSecurityGroup},
-				TagSpecifications: tags(types.ResourceTypeVpcEndpoint, app, n.prefix+"-"+short),
-			},
-		})
-	}
-	out.VpcEndpoints = append(out.VpcEndpoints, VpcEndpoint{
-		Ref: RefS3Endpoint,
-		CreateVpcEndpoint: CreateVpcEndpointInput{
-			ServiceName: aws.String(serviceName(net.Region, "s3")), VpcId: aws.String(net.VPCID),
-			VpcEndpointType: types.VpcEndpointTypeGateway, PolicyDocument: aws.String(policies["s3"]),
-			RouteTableIds:     []string{RefRouteTable},
-			TagSpecifications: tags(types.ResourceTypeVpcEndpoint, app, n.prefix+"-s3"),
-		},
-	})
-	return out
-}
-
-// PolicyDocument is an IAM policy document as endpoint policies use it.
-type PolicyDocument struct {
-	Version   string
-	Statement []Statement
-}
-
-// Statement is one policy statement. Action and Resource accept a string or a
-// list, as IAM does; NotAction, NotResource and NotPrincipal are read so the
-// predicate can refuse them.
-type Statement struct {
-	Sid          string         `json:",omitempty"`
-	Effect       string         `json:",omitempty"`
-	Principal    any            `json:",omitempty"`
-	NotPrincipal any            `json:",omitempty"`
-	Action       StringOrList   `json:",omitempty"`
-	NotAction    StringOrList   `json:",omitempty"`
-	Resource     StringOrList   `json:",omitempty"`
-	NotResource  StringOrList   `json:",omitempty"`
-	Condition    map[string]any `json:",omitempty"`
-}
-
-// StringOrList is an IAM value that is a string or a list of strings.
-type StringOrList []string
-
-// UnmarshalJSON reads a string or a list.
-func (s *StringOrList) UnmarshalJSON(b []byte) error {
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		*s = StringOrList{one}
-		return nil
-	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return fmt.Errorf("policy value is neither a string nor a list of strings: %s", b)
-	}
-	*s = many
-	return nil
-}
-
-// MarshalJSON writes one value as a string, several as a list.
-func (s StringOrList) MarshalJSON() ([]byte, error) {
-	if len(s) == 1 {
-		return json.Marshal(s[0])
-	}
-	return json.Marshal([]string(s))
-}
-
-func endpointPolicies(n names) map[string]string {
-	ecrPolicy := PolicyDocument{Version: "2012-10-17", Statement: []Statement{
-		{Sid: "AuthorizationToken", Effect: "Allow", Principal: "*",
-			Action: StringOrList{"ecr:GetAuthorizationToken"}, Resource: StringOrList{"*"}},
-		{Sid: "PullFromThisEnvironmentsRepositoryOnly", Effect: "Allow", Principal: "*",
-			Action:   StringOrList{"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"},
-			Resource: StringOrList{n.repositoryARN}},
-	}}
-	logsPolicy := PolicyDocument{Version: "2012-10-17", Statement: []Statement{
-		{Sid: "WriteThisEnvironmentsLogGroupOnly", Effect: "Allow", Principal: "*",
-			Action:   StringOrList{"logs:CreateLogStream", "logs:PutLogEvents"},
-			Resource: StringOrList{n.logGroupARN, n.logGroupARN + ":*"}},
-	}}
-	s3Policy := PolicyDocument{Version: "2012-10-17", Statement: []Statement{
-		{Sid: "ECRImageLayers", Effect: "Allow", Principal: "*",
-			Action: StringOrList{"s3:GetObject"}, Resource: StringOrList{n.layerObjectsARN}},
-		{Sid: "ThisEnvironmentsBucketOnly", Effect: "Allow", Principal: "*",
-			Action:   StringOrList{"s3:GetObject", "s3:ListBucket", "s3:PutObject"},
-			Resource: StringOrList{n.bucketARN, n.bucketARN + "/*"}},
-	}}
-	out := map[string]string{}
-	for k, d := range map[string]PolicyDocument{"ecr.api": ecrPolicy, "ecr.dkr": ecrPolicy, "logs": logsPolicy, "s3": s3Policy} {
-		b, err := json.Marshal(d)
-		if err != nil {
-			panic(err) // static shapes
-		}
-		out[k] = string(b)
-	}
-	return out
 }
 
 func dnsFirewallInputs(n names, net Network, rules []dnsfirewall.Rule) DNSFirewallInputs {

@@ -7,8 +7,9 @@
 //     name that resolves inside the network is not a way in to it);
 //   - block: refused with 403 and a body naming the catalogue entry;
 //   - mock: answered with the entry's response (default 200, empty body);
-//   - capture: the request is recorded (credentials removed, body capped) as one
-//     JSON line in the capture file and answered 202;
+//   - capture: the request is recorded (credentials redacted, body capped) as one
+//     JSON line in the capture file and answered 202; the file rotates once at
+//     half of CaptureMaxBytes, so an environment never holds more than that;
 //   - synth: answered with a generated, deterministic JSON document;
 //   - a host the catalogue does not name: refused with 403 naming the host.
 //
@@ -64,7 +65,11 @@ const ControlHost = "gateway.antifailure.invalid"
 const HeaderGateway = "X-Antifailure-Egress"
 
 // DefaultCaptureLimit is how many bytes of a captured request body are kept.
-const DefaultCaptureLimit = 64 << 10
+const DefaultCaptureLimit = manifest.CaptureDefaultMaxBodyBytes
+
+// DefaultCaptureMaxBytes caps the capture file (with its rotated
+// predecessor) and, separately, the decision log.
+const DefaultCaptureMaxBytes = manifest.CaptureDefaultMaxBytes
 
 // Config is everything a gateway needs. It serialises to and from JSON so a
 // runtime can hand it to a gateway in another process or container.
@@ -78,6 +83,15 @@ type Config struct {
 	CaptureFile string `json:"capture_file,omitempty"`
 	// CaptureLimit caps a captured body in bytes; 0 means DefaultCaptureLimit.
 	CaptureLimit int `json:"capture_limit,omitempty"`
+	// CaptureMaxBytes caps what the gateway writes for the environment: the
+	// capture file and its one rotated predecessor (CaptureFile + ".1")
+	// together, and the decision log on its own. 0 means
+	// DefaultCaptureMaxBytes.
+	CaptureMaxBytes int64 `json:"capture_max_bytes,omitempty"`
+	// Redact are further names (headers, query parameters, JSON and form
+	// fields; "*" matches any run of characters, case ignored) whose values
+	// are never written, beside the credential names always redacted.
+	Redact []string `json:"redact,omitempty"`
 	// AnswerAddrs are the addresses DNS gives for locally answered names: the
 	// gateway as the services reach it. Empty: 127.0.0.1.
 	AnswerAddrs []string `json:"answer_addrs,omitempty"`
@@ -109,6 +123,10 @@ func FromManifest(m *manifest.Manifest) Config {
 			r.Response = &Response{Status: e.Response.Status, Headers: e.Response.Headers, Body: e.Response.Body}
 		}
 		cfg.Catalogue = append(cfg.Catalogue, r)
+	}
+	if c := m.Capture; c != nil {
+		cfg.CaptureLimit, cfg.CaptureMaxBytes = int(c.MaxBodyBytes), c.MaxBytes
+		cfg.Redact = append([]string(nil), c.Redact...)
 	}
 	return cfg
 }
@@ -171,8 +189,21 @@ func (c Config) Validate() error {
 			return fmt.Errorf("egress config: answer_addrs: %q is not an IP address", a)
 		}
 	}
-	if c.CaptureLimit < 0 {
-		return fmt.Errorf("egress config: capture_limit must not be negative")
+	if c.CaptureLimit < 0 || c.CaptureLimit > manifest.CaptureMaxBodyCeiling {
+		return fmt.Errorf("egress config: capture_limit must be 0 (the default) to %d", manifest.CaptureMaxBodyCeiling)
+	}
+	if c.CaptureMaxBytes != 0 && (c.CaptureMaxBytes < manifest.CaptureMaxBytesFloor || c.CaptureMaxBytes > manifest.CaptureMaxBytesCeil) {
+		return fmt.Errorf("egress config: capture_max_bytes must be 0 (the default) or %d to %d", manifest.CaptureMaxBytesFloor, manifest.CaptureMaxBytesCeil)
+	}
+	limit, total := int64(c.CaptureLimit), c.CaptureMaxBytes
+	if limit == 0 {
+		limit = DefaultCaptureLimit
+	}
+	if total == 0 {
+		total = DefaultCaptureMaxBytes
+	}
+	if total < 2*limit {
+		return fmt.Errorf("egress config: capture_max_bytes %d is less than twice the body cap %d", total, limit)
 	}
 	return nil
 }

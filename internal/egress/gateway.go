@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,13 +12,10 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 )
@@ -42,12 +38,16 @@ type Gateway struct {
 	transport *http.Transport
 	proxy     *httputil.ReverseProxy
 	logMu     sync.Mutex
+	log       boundedLog
 	captureMu sync.Mutex
+	captures  captureStore
+	rotations atomic.Int64
 }
 
 type gatewayState struct {
 	cfg Config
 	cat catalogue
+	red redactor
 }
 
 // New builds a gateway for cfg.
@@ -92,7 +92,10 @@ func (g *Gateway) Reload(cfg Config) error {
 	if cfg.CaptureLimit == 0 {
 		cfg.CaptureLimit = DefaultCaptureLimit
 	}
-	g.state.Store(&gatewayState{cfg: cfg, cat: compile(cfg.Catalogue)})
+	if cfg.CaptureMaxBytes == 0 {
+		cfg.CaptureMaxBytes = DefaultCaptureMaxBytes
+	}
+	g.state.Store(&gatewayState{cfg: cfg, cat: compile(cfg.Catalogue), red: newRedactor(cfg.Redact)})
 	return nil
 }
 
@@ -152,6 +155,9 @@ type Decision struct {
 	Mode   string    `json:"mode"` // the entry's mode, or "not-in-catalogue"
 	Entry  string    `json:"entry,omitempty"`
 	Status int       `json:"status,omitempty"`
+	// Note says what the gateway did about its own files (a rotated capture
+	// file, a log that stops at its cap).
+	Note string `json:"note,omitempty"`
 }
 
 func (g *Gateway) now() time.Time {
@@ -161,6 +167,8 @@ func (g *Gateway) now() time.Time {
 	return time.Now()
 }
 
+// logDecision writes one decision line, within the log's cap: the last line
+// the cap allows says that the log stops there.
 func (g *Gateway) logDecision(d Decision) {
 	if g.Log == nil {
 		return
@@ -169,7 +177,11 @@ func (g *Gateway) logDecision(d Decision) {
 	b, _ := json.Marshal(d)
 	g.logMu.Lock()
 	defer g.logMu.Unlock()
-	_, _ = g.Log.Write(append(b, '\n'))
+	g.log.write(g.Log, g.Config().CaptureMaxBytes, append(b, '\n'), func() []byte {
+		n, _ := json.Marshal(Decision{Time: d.Time, Kind: "log-limit", Host: ControlHost, Mode: "gateway",
+			Note: fmt.Sprintf("the decision log reached its cap of %d bytes (capture.max_bytes); further decisions are decided and answered but not written here", g.Config().CaptureMaxBytes)})
+		return append(n, '\n')
+	})
 }
 
 func modeOf(m Match) string {
@@ -254,7 +266,11 @@ func (g *Gateway) control(w http.ResponseWriter) {
 	w.Header().Set(HeaderGateway, "control")
 	w.Header().Set("Content-Type", "application/json")
 	cfg := g.Config()
-	_ = json.NewEncoder(w).Encode(map[string]any{"gateway": "ok", "environment": cfg.Environment, "entries": len(cfg.Catalogue)})
+	g.logMu.Lock()
+	dropped := g.log.dropped
+	g.logMu.Unlock()
+	_ = json.NewEncoder(w).Encode(map[string]any{"gateway": "ok", "environment": cfg.Environment, "entries": len(cfg.Catalogue),
+		"capture_rotations": g.rotations.Load(), "log_lines_dropped": dropped})
 }
 
 func (g *Gateway) mock(w http.ResponseWriter, r *http.Request, m Match) {
@@ -375,120 +391,4 @@ func Splice(a, b net.Conn) {
 	wg.Wait()
 	a.Close()
 	b.Close()
-}
-
-// credentialHeaders are never written to a capture file.
-var credentialHeaders = map[string]bool{
-	"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Set-Cookie": true,
-	"X-Api-Key": true, "Api-Key": true, "X-Auth-Token": true, "X-Amz-Security-Token": true,
-	"X-Csrf-Token": true, "X-Xsrf-Token": true,
-}
-
-// credentialWords mark a header as a credential wherever they appear in its
-// name (X-Stripe-Secret, X-Github-Token, Private-Key …).
-var credentialWords = []string{"auth", "token", "secret", "password", "passwd", "api-key", "apikey", "credential", "session", "signature", "private-key", "cookie"}
-
-// IsCredentialHeader reports whether a header is left out of captures.
-func IsCredentialHeader(name string) bool {
-	name = http.CanonicalHeaderKey(name)
-	if credentialHeaders[name] {
-		return true
-	}
-	lower := strings.ToLower(name)
-	for _, w := range credentialWords {
-		if strings.Contains(lower, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// Capture is one captured request, one line of the capture file.
-type Capture struct {
-	Time    time.Time           `json:"time"`
-	Entry   string              `json:"entry"`
-	Method  string              `json:"method"`
-	Host    string              `json:"host"`
-	Path    string              `json:"path"`
-	Query   string              `json:"query,omitempty"`
-	Headers map[string][]string `json:"headers"`
-	// Redacted names the credential headers that were left out.
-	Redacted []string `json:"redacted,omitempty"`
-	// Body is the body as text when it is valid UTF-8, else BodyBase64.
-	Body       string `json:"body,omitempty"`
-	BodyBase64 []byte `json:"body_base64,omitempty"`
-	BodyBytes  int64  `json:"body_bytes"` // the whole body's size
-	Truncated  bool   `json:"truncated,omitempty"`
-}
-
-func (g *Gateway) capture(w http.ResponseWriter, r *http.Request, m Match) {
-	cfg := g.Config()
-	body, _ := io.ReadAll(io.LimitReader(r.Body, int64(cfg.CaptureLimit)))
-	rest, _ := io.Copy(io.Discard, r.Body)
-	c := Capture{
-		Time: g.now().UTC(), Entry: m.Rule.Host, Method: r.Method, Host: m.Host,
-		Path: r.URL.Path, Query: r.URL.RawQuery, Headers: map[string][]string{},
-		BodyBytes: int64(len(body)) + rest, Truncated: rest > 0,
-	}
-	for k, v := range r.Header {
-		if IsCredentialHeader(k) {
-			c.Redacted = append(c.Redacted, k)
-			continue
-		}
-		if k == "Proxy-Connection" {
-			continue
-		}
-		c.Headers[k] = v
-	}
-	sort.Strings(c.Redacted)
-	if utf8.Valid(body) {
-		c.Body = string(body)
-	} else {
-		c.BodyBase64 = body
-	}
-	if err := g.appendCapture(cfg.CaptureFile, c); err != nil {
-		g.refuse(w, r, m, http.StatusInternalServerError, fmt.Sprintf("the gateway could not record the capture: %v", err))
-		return
-	}
-	w.Header().Set(HeaderGateway, gatewayHeader(m))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	_ = json.NewEncoder(w).Encode(map[string]any{"captured": true, "entry": m.Rule.Host})
-	g.logDecision(Decision{Kind: "http", Method: r.Method, Host: m.Host, Path: r.URL.Path, Mode: modeOf(m), Entry: m.Rule.Host, Status: http.StatusAccepted})
-}
-
-func (g *Gateway) appendCapture(path string, c Capture) error {
-	if path == "" {
-		return nil
-	}
-	line, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	g.captureMu.Lock()
-	defer g.captureMu.Unlock()
-	f, err := openAppend(path)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(append(line, '\n'))
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	return werr
-}
-
-// ReadCaptures reads a capture file.
-func ReadCaptures(r io.Reader) ([]Capture, error) {
-	var out []Capture
-	dec := json.NewDecoder(r)
-	for {
-		var c Capture
-		if err := dec.Decode(&c); errors.Is(err, io.EOF) {
-			return out, nil
-		} else if err != nil {
-			return out, err
-		}
-		out = append(out, c)
-	}
 }

@@ -13,6 +13,7 @@ type Manifest struct {
 	Runtime  Runtime
 	Services []Service // in file order
 	Egress   []EgressRule
+	Capture  *Capture // nil: the gateway's defaults
 }
 
 // Position is a 1-based line and column in the manifest.
@@ -56,7 +57,11 @@ type Service struct {
 	Web     bool
 	Env     map[string]string
 	Health  string
-	Pos     Position
+	// Dir is the application's own directory (local runtime): bound
+	// read-only into the service's private view and its working directory.
+	// Relative to the Terraform working directory.
+	Dir string
+	Pos Position
 }
 
 // Mode is what the egress gateway does with calls to a catalogue host.

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -24,9 +26,9 @@ const (
 // Parse reads a manifest. It returns every refusal it finds (a refusal.List),
 // not only the first, each with its line and column.
 func Parse(content []byte) (*Manifest, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(content, &doc); err != nil {
-		return nil, refusal.List{syntaxRefusal(err)}
+	doc, err := decodeOne(content)
+	if err != nil {
+		return nil, err
 	}
 	r := &reader{}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -35,8 +37,8 @@ func Parse(content []byte) (*Manifest, error) {
 		return nil, r.errs
 	}
 	m := r.manifest(doc.Content[0])
-	if len(r.errs) > 0 {
-		return nil, r.errs
+	if r.failed() {
+		return nil, r.report()
 	}
 	return m, nil
 }
@@ -50,14 +52,6 @@ func syntaxRefusal(err error) *refusal.Refusal {
 		line, _ = strconv.Atoi(m[1])
 	}
 	return refusal.New(refusal.ManifestSyntax, "The manifest is not valid YAML: %s", msg).At(line, 1)
-}
-
-type reader struct{ errs refusal.List }
-
-func (r *reader) fail(f *refusal.Refusal) { r.errs = append(r.errs, f) }
-
-func (r *reader) failAt(n *yaml.Node, code refusal.Code, format string, args ...any) {
-	r.fail(refusal.New(code, format, args...).At(n.Line, n.Column))
 }
 
 func pos(n *yaml.Node) Position { return Position{n.Line, n.Column} }
@@ -216,6 +210,7 @@ func (r *reader) manifest(root *yaml.Node) *Manifest {
 		field{"runtime", true, func(_, v *yaml.Node) { m.Runtime = r.runtime(v) }},
 		field{"services", false, func(_, v *yaml.Node) { m.Services = r.services(v) }},
 		field{"egress", false, func(_, v *yaml.Node) { m.Egress = r.egress(v) }},
+		field{"capture", false, func(k, v *yaml.Node) { m.Capture = r.capture(k, v) }},
 	)
 	if len(r.errs) == 0 {
 		r.servicesFitRuntime(m)
@@ -295,6 +290,11 @@ func (r *reader) services(n *yaml.Node) []Service {
 				if len(s.Command) == 0 && v.Kind == yaml.SequenceNode {
 					r.failAt(v, refusal.ManifestBadValue, "%s.command is empty", where)
 				}
+				for i, a := range s.Command {
+					if strings.ContainsRune(a, 0) {
+						r.failAt(v.Content[i], refusal.ManifestBadValue, "%s.command[%d] contains a NUL character, which no program argument can hold", where, i)
+					}
+				}
 			}},
 			field{"port", false, func(_, v *yaml.Node) {
 				portNode = v
@@ -311,12 +311,28 @@ func (r *reader) services(n *yaml.Node) []Service {
 					if !envName.MatchString(e.Key) {
 						r.failAt(v.Content[2*i], refusal.ManifestBadValue, "%s.env key %q is not an environment variable name", where, e.Key)
 					}
+					if strings.ContainsRune(e.Value, 0) {
+						r.failAt(v.Content[2*i+1], refusal.ManifestBadValue, "%s.env.%s contains a NUL character, which no environment variable can hold", where, e.Key)
+					}
 				}
 			}},
 			field{"health", false, func(_, v *yaml.Node) {
 				s.Health = r.str(v, where+".health")
-				if !strings.HasPrefix(s.Health, "/") {
+				switch {
+				case !strings.HasPrefix(s.Health, "/"):
 					r.failAt(v, refusal.ManifestBadValue, "%s.health %q must be an HTTP path starting with /", where, s.Health)
+				case strings.IndexFunc(s.Health, unicode.IsControl) >= 0:
+					r.failAt(v, refusal.ManifestBadValue, "%s.health %q contains a control character, which no HTTP path can hold", where, s.Health)
+				default:
+					if _, err := url.ParseRequestURI(s.Health); err != nil {
+						r.failAt(v, refusal.ManifestBadValue, "%s.health %q is not an HTTP path: %v", where, s.Health, err)
+					}
+				}
+			}},
+			field{"dir", false, func(_, v *yaml.Node) {
+				s.Dir = r.str(v, where+".dir")
+				if s.Dir == "" || strings.IndexFunc(s.Dir, unicode.IsControl) >= 0 {
+					r.failAt(v, refusal.ManifestBadValue, "%s.dir %q must be a directory path without control characters", where, s.Dir)
 				}
 			}},
 		)

@@ -112,6 +112,11 @@ func TestParseRefusals(t *testing.T) {
 		{"bad domain", "name: shop\nruntime: {provider: local, domain: \"pre view.example.com\"}\n", refusal.ManifestBadDomain, 2, 36, "not a DNS name"},
 		{"bad env name", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x]\n    env: {1BAD: x}\n", refusal.ManifestBadValue, 6, 11, "environment variable"},
 		{"health without slash", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x]\n    port: 80\n    health: healthz\n", refusal.ManifestBadValue, 7, 13, "starting with /"},
+		{"health with a control character", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x]\n    port: 80\n    health: \"/health\\r\\nX: y\"\n", refusal.ManifestBadValue, 7, 13, "control character"},
+		{"health with a NUL", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x]\n    port: 80\n    health: \"/a\\0b\"\n", refusal.ManifestBadValue, 7, 13, "control character"},
+		{"NUL in a command", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x, \"a\\0b\"]\n", refusal.ManifestBadValue, 5, 18, "command[1] contains a NUL"},
+		{"NUL in an env value", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x]\n    env: {A: \"x\\0y\"}\n", refusal.ManifestBadValue, 6, 14, "env.A contains a NUL"},
+		{"empty dir", "name: shop\nruntime: {provider: local}\nservices:\n  web:\n    command: [x]\n    dir: \"\"\n", refusal.ManifestBadValue, 6, 10, "dir"},
 		{"tags not a map", "name: shop\nruntime:\n  provider: local\n  targets:\n    - {name: a, tags: [x]}\n", refusal.ManifestWrongType, 5, 23, "must be a mapping"},
 	}
 	for _, c := range cases {

@@ -41,6 +41,10 @@ const (
 	Host         Category = "host"          // the host machine (local runtime)
 	Node         Category = "node"          // the pod's own node (kubernetes): reported, never decides
 	Tenant       Category = "tenant"        // another environment
+	Unix         Category = "unix"          // a host Unix socket (canaries the runtime opens, engines, buses)
+	Filesystem   Category = "filesystem"    // a host file, a /proc/<pid>/root path, a host-privileged file, the working directory
+	Neighbour    Category = "neighbour"     // another environment's control socket or state
+	Signal       Category = "signal"        // signalling the runtime's own processes outside the environment
 	Canary       Category = "canary"        // the environment's own canary: a listener no policy admits services to
 	Control      Category = "control"       // the positive control: the egress gateway
 )
@@ -98,7 +102,8 @@ func TCPOutcome(err error) Outcome {
 // Attempt is one try and its result.
 type Attempt struct {
 	Category Category `json:"category"`
-	// Method is how it was tried: tcp, udp-dns, tcp-dns, dns-lookup, http.
+	// Method is how it was tried: tcp, udp-dns, tcp-dns, dns-lookup, http; unix,
+	// stat, read, write, proc-root, kill for the sandbox categories.
 	Method string `json:"method"`
 	// Target is a literal address (host:port), so that a DNS failure is never
 	// mistaken for a blocked connection; for dns-lookup it is the name.

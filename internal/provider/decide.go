@@ -29,7 +29,13 @@ func (pd *providerData) decide(content string, manifestPath path.Path, diags *di
 	}
 	d.manifest = m
 	d.placement, err = placement.Decide(m, pd.placementRules())
+	if err == nil {
+		err = pd.placeOnContext(m, &d.placement)
+	}
 	if err != nil {
+		if pd.licenseErr != nil && licenseGated(err) {
+			addLicenseRefusal(diags, pd.licenseErr)
+		}
 		addRefusals(diags, err, manifestPath)
 		return d, false
 	}

@@ -2,11 +2,13 @@ package provider
 
 import (
 	"context"
+	"strings"
 
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53resolver/types"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/dnsfirewall"
@@ -23,8 +25,10 @@ type dnsFirewallCheckModel struct {
 	Rules    []dnsFirewallRuleModel `tfsdk:"rules"`
 	FailOpen types.String           `tfsdk:"fail_open"`
 	Manifest types.String           `tfsdk:"manifest"`
-	OK       types.Bool             `tfsdk:"ok"`
-	Findings []dnsFindingModel      `tfsdk:"findings"`
+	// FailOnFindings null is true: the check refuses unless told to report.
+	FailOnFindings types.Bool        `tfsdk:"fail_on_findings"`
+	OK             types.Bool        `tfsdk:"ok"`
+	Findings       []dnsFindingModel `tfsdk:"findings"`
 }
 
 // dnsFirewallRuleModel is one rule, the same shape in the check's input and
@@ -54,6 +58,22 @@ func dnsRuleModels(rules []dnsfirewall.Rule) []dnsFirewallRuleModel {
 	return out
 }
 
+// findingPath attaches a finding to the first rule it names, or to fail_open
+// for the one finding about the firewall config.
+func findingPath(f dnsfirewall.Finding, rules []dnsFirewallRuleModel) path.Path {
+	if f.Code == dnsfirewall.FailOpenEnabled {
+		return path.Root("fail_open")
+	}
+	if len(f.Rules) > 0 {
+		for i, r := range rules {
+			if r.Name.ValueString() == f.Rules[0] {
+				return path.Root("rules").AtListIndex(i)
+			}
+		}
+	}
+	return path.Root("rules")
+}
+
 func (d *dnsFirewallCheckDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_dns_firewall_check"
 }
@@ -68,7 +88,10 @@ func (d *dnsFirewallCheckDataSource) Schema(_ context.Context, _ datasource.Sche
 			"with `*` anywhere but the front, or any character but letters, digits, hyphens and dots (`AF-DNS-013`); `fail_open` not `DISABLED` " +
 			"(`AF-DNS-014`); a host the manifest's egress catalogue answers locally that an earlier ALLOW or ALERT lets through (`AF-DNS-015`, " +
 			"with `manifest`); no BLOCK on every domain at all (`AF-DNS-016`); an unknown action (`AF-DNS-017`).\n\n" +
-			"Findings are outputs, not errors: assert on `ok` in a `check` block or a postcondition.",
+			"By default the check **refuses**: each finding is an error diagnostic whose summary starts with its code and names the rules, " +
+			"so `terraform plan` fails. With `fail_on_findings = false` the findings are returned in `findings` and `ok` instead, for reports " +
+			"(assert on `ok` in a `check` block to get a warning).\n\n" +
+			"The same check is the function `provider::antifailure::dns_firewall_findings` (Terraform 1.8 or later).",
 		Attributes: map[string]schema.Attribute{
 			"rules": schema.ListNestedAttribute{
 				Required:            true,
@@ -76,15 +99,21 @@ func (d *dnsFirewallCheckDataSource) Schema(_ context.Context, _ datasource.Sche
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"name":     schema.StringAttribute{Required: true, MarkdownDescription: "Rule name."},
 					"priority": schema.Int64Attribute{Required: true, MarkdownDescription: "Rule priority; lowest is evaluated first."},
-					"action":   schema.StringAttribute{Required: true, MarkdownDescription: "`ALLOW`, `ALERT` or `BLOCK`."},
-					"domains":  schema.ListAttribute{Required: true, ElementType: types.StringType, MarkdownDescription: "The domains of the rule's domain list."},
+					"action": schema.StringAttribute{Required: true, MarkdownDescription: "`ALLOW`, `ALERT` or `BLOCK`; anything else is refused by `terraform validate` (`AF-DNS-017`).",
+						Validators: []validator.String{refusingString("one of "+strings.Join(dnsfirewall.Actions, ", "), dnsfirewall.ValidAction)}},
+					"domains": schema.ListAttribute{Required: true, ElementType: types.StringType, MarkdownDescription: "The domains of the rule's domain list."},
 				}},
 			},
 			"fail_open": schema.StringAttribute{Required: true, MarkdownDescription: "The VPC firewall config's `FirewallFailOpen` " +
-				"(`firewall_fail_open` of `aws_route53_resolver_firewall_config`): anything but `DISABLED` is a finding."},
+				"(`firewall_fail_open` of `aws_route53_resolver_firewall_config`): anything but `DISABLED` is a finding. A value that is not " +
+				"`ENABLED`, `DISABLED` or `USE_LOCAL_RESOURCE_SETTING` is refused by `terraform validate` (`AF-DNS-020`).",
+				Validators: []validator.String{refusingString("a FirewallFailOpen value", dnsfirewall.ValidFailOpen)}},
 			"manifest": schema.StringAttribute{Optional: true, MarkdownDescription: "Optional manifest content. With it, the check also refuses a " +
-				"locally answered egress catalogue host (block, mock, capture, synth) that an ALLOW or ALERT lets through. " + manifestDescription},
-			"ok": schema.BoolAttribute{Computed: true, MarkdownDescription: "True when there are no findings."},
+				"locally answered egress catalogue host (block, mock, capture, synth) that an ALLOW or ALERT lets through. " + manifestDescription,
+				Validators: []validator.String{optionalManifestValidator()}},
+			"fail_on_findings": schema.BoolAttribute{Optional: true, MarkdownDescription: "Whether findings fail the read (default `true`): " +
+				"each finding is an error diagnostic with its `AF-DNS-…` code. `false` returns them in `findings` without failing, for reports."},
+			"ok": schema.BoolAttribute{Computed: true, MarkdownDescription: "True when there are no findings (always true when the read succeeds with `fail_on_findings` unset)."},
 			"findings": schema.ListNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "The findings, in a stable order; empty when `ok`.",
@@ -104,30 +133,53 @@ func (d *dnsFirewallCheckDataSource) Read(ctx context.Context, req datasource.Re
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	in := dnsfirewall.Input{FailOpen: r53types.FirewallFailOpenStatus(m.FailOpen.ValueString())}
-	for _, r := range m.Rules {
+	in, err := dnsCheckInput(m.Rules, m.FailOpen.ValueString(), m.Manifest.ValueString())
+	if err != nil {
+		addRefusals(&resp.Diagnostics, err, path.Root("manifest"))
+		return
+	}
+	findings := dnsfirewall.Check(in)
+	if m.FailOnFindings.IsNull() || m.FailOnFindings.ValueBool() {
+		for _, f := range findings {
+			addRefusals(&resp.Diagnostics, f.Refusal(), findingPath(f, m.Rules))
+		}
+		if len(findings) > 0 {
+			return
+		}
+	}
+	m.OK = types.BoolValue(len(findings) == 0)
+	m.Findings = dnsFindingModels(findings)
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// dnsCheckInput is the check's input, shared by the data source and the
+// function; an empty manifest means none.
+func dnsCheckInput(rules []dnsFirewallRuleModel, failOpen, manifestContent string) (dnsfirewall.Input, error) {
+	in := dnsfirewall.Input{FailOpen: r53types.FirewallFailOpenStatus(failOpen)}
+	for _, r := range rules {
 		in.Rules = append(in.Rules, dnsfirewall.Rule{
 			Name: r.Name.ValueString(), Priority: int(r.Priority.ValueInt64()),
 			Action: r53types.Action(r.Action.ValueString()), Domains: stringValues(r.Domains),
 		})
 	}
-	if !m.Manifest.IsNull() && m.Manifest.ValueString() != "" {
-		man, err := manifest.Parse([]byte(m.Manifest.ValueString()))
+	if manifestContent != "" {
+		man, err := manifest.Parse([]byte(manifestContent))
 		if err != nil {
-			addRefusals(&resp.Diagnostics, err, path.Root("manifest"))
-			return
+			return in, err
 		}
 		in.Catalogue = man.Egress
 	}
-	findings := dnsfirewall.Check(in)
-	m.OK = types.BoolValue(len(findings) == 0)
-	m.Findings = make([]dnsFindingModel, 0, len(findings))
+	return in, nil
+}
+
+func dnsFindingModels(findings []dnsfirewall.Finding) []dnsFindingModel {
+	out := make([]dnsFindingModel, 0, len(findings))
 	for _, f := range findings {
 		fm := dnsFindingModel{Code: types.StringValue(string(f.Code)), Message: types.StringValue(f.Message), Rules: []types.String{}}
 		for _, r := range f.Rules {
 			fm.Rules = append(fm.Rules, types.StringValue(r))
 		}
-		m.Findings = append(m.Findings, fm)
+		out = append(out, fm)
 	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	return out
 }

@@ -37,6 +37,43 @@ func finding(code string, rules ...string) knownvalue.Check {
 	})
 }
 
+// By default the check refuses: the plan fails with one error per finding,
+// its code first and the rules named; the same group with fail_on_findings =
+// false reads, reporting the finding. A clean group passes by default (the
+// negative control: the refusal is the findings', not the data source's).
+func TestAccDNSFirewallCheck_refusesByDefault(t *testing.T) {
+	allowAll := `    { name = "allow-all", priority = 5, action = "ALLOW", domains = ["*"] },` + "\n" + blockAll
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders(nil),
+		Steps: []resource.TestStep{
+			{
+				Config:      dnsCheckConfig(allowAll, "DISABLED", ""),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)Error: AF-DNS-010 Rule allow-all \(ALLOW on every domain, priority 5\) comes\s+before block-all \(BLOCK \*, priority 1000\).*Next: Remove the ALLOW/ALERT \* rule`),
+			},
+			{
+				// Two findings, two errors: the fail-open one on fail_open.
+				Config:      dnsCheckConfig(allowAll, "ENABLED", ""),
+				PlanOnly:    true,
+				ExpectError: regexp.MustCompile(`(?s)AF-DNS-010 Rule allow-all.*AF-DNS-014 FirewallFailOpen is ENABLED.*fail_open\s+= "ENABLED"`),
+			},
+			{
+				Config: dnsCheckConfig(allowAll, "DISABLED", "  fail_on_findings = false"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dnsCheckAddr, tfjsonpath.New("ok"), knownvalue.Bool(false)),
+					statecheck.ExpectKnownValue(dnsCheckAddr, tfjsonpath.New("findings"), knownvalue.ListExact([]knownvalue.Check{finding("AF-DNS-010", "allow-all", "block-all")})),
+				},
+			},
+			{
+				Config: dnsCheckConfig(`    { name = "allow-api", priority = 100, action = "ALLOW", domains = ["api.example.com"] },`+"\n"+blockAll, "DISABLED", ""),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(dnsCheckAddr, tfjsonpath.New("ok"), knownvalue.Bool(true)),
+				},
+			},
+		},
+	})
+}
+
 func TestAccDNSFirewallCheck(t *testing.T) {
 	cases := []struct {
 		name             string
@@ -86,7 +123,7 @@ egress:
 			resource.UnitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: testProviders(nil),
 				Steps: []resource.TestStep{{
-					Config:            dnsCheckConfig(c.rules, c.failOpen, c.extra),
+					Config:            dnsCheckConfig(c.rules, c.failOpen, c.extra+"\n  fail_on_findings = false"),
 					ConfigStateChecks: checks,
 				}},
 			})

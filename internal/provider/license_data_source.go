@@ -45,6 +45,10 @@ func (d *licenseDataSource) Read(ctx context.Context, _ datasource.ReadRequest, 
 	if !ok {
 		return
 	}
+	if pd.licenseErr != nil {
+		addLicenseRefusal(&resp.Diagnostics, pd.licenseErr)
+		return
+	}
 	ed := pd.edition
 	features, diags := types.ListValueFrom(ctx, types.StringType, append([]string{}, ed.Features...))
 	resp.Diagnostics.Append(diags...)

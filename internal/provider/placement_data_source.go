@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/placement"
@@ -56,7 +57,7 @@ func (d *placementDataSource) Metadata(_ context.Context, req datasource.Metadat
 // that the docs say the same thing everywhere.
 const manifestDescription = "Content of the application's manifest, conventionally `file(\"${path.module}/antifailure.yaml\")`. " +
 	"Read strictly: an unknown key, a wrong type, a duplicate, an invalid name, a web service without a port, an egress host that is not a host name " +
-	"or an unknown mode is refused at plan with an `AF-MAN-…` code and its line:column."
+	"or an unknown mode is refused by `terraform validate` (and so at plan) with an `AF-MAN-…` code and its line:column. A second YAML document is refused; at most the first 20 problems are reported, then how many more there are."
 
 func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
 	resp.Schema = schema.Schema{
@@ -65,7 +66,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 			"A requirement nothing satisfies is refused at plan (`AF-SCH-001`); so are more than one target without the `multi_runtime` feature, " +
 			"a runtime this build does not have, and a region the residency policy refuses.",
 		Attributes: map[string]schema.Attribute{
-			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription},
+			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription, Validators: []validator.String{manifestValidator()}},
 			"runtime":  schema.StringAttribute{Computed: true, MarkdownDescription: "The runtime provider the manifest names (`local` or `kubernetes`)."},
 			"edition":  schema.StringAttribute{Computed: true, MarkdownDescription: "`community` or `enterprise`: the edition the provider's license grants."},
 			"target": schema.SingleNestedAttribute{
@@ -74,7 +75,7 @@ func (d *placementDataSource) Schema(_ context.Context, _ datasource.SchemaReque
 					"With no targets, the runtime itself: `name` is the runtime provider and `domain` is `runtime.domain`.",
 				Attributes: map[string]schema.Attribute{
 					"name":               schema.StringAttribute{Computed: true, MarkdownDescription: "Target name."},
-					"kubeconfig_context": schema.StringAttribute{Computed: true, MarkdownDescription: "The kubeconfig context the `kubernetes` runtime uses for this target (empty for none)."},
+					"kubeconfig_context": schema.StringAttribute{Computed: true, MarkdownDescription: "The kubeconfig context the `kubernetes` runtime uses: the target's, or with no targets the provider's `kubernetes.context` (empty on other runtimes)."},
 					"domain":             schema.StringAttribute{Computed: true, MarkdownDescription: "The target's own domain, empty when it declares none."},
 					"tags":               schema.MapAttribute{Computed: true, ElementType: types.StringType, MarkdownDescription: "The target's tags, as declared in the manifest."},
 				},

@@ -157,27 +157,48 @@ func TestAccPlacement_residencyNotEvaluableWarnsAndCommunityTakesOneTarget(t *te
 	})
 }
 
+// With no targets the Kubernetes placement is the runtime itself, on the
+// provider's kubernetes.context (or AF_K8S_CONTEXT); with neither it is
+// refused at plan, naming both ways out.
 func TestAccPlacement_noTargetsIsTheRuntimeItself(t *testing.T) {
 	m := `name: shop
 runtime:
   provider: kubernetes
   domain: preview.example.com
 `
+	placed := func(context string) []statecheck.StateCheck {
+		return []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("target").AtMapKey("name"), knownvalue.StringExact("kubernetes")),
+			statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("target").AtMapKey("kubeconfig_context"), knownvalue.StringExact(context)),
+			statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("domain"), knownvalue.StringExact("preview.example.com")),
+			statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("candidates"), knownvalue.ListSizeExact(0)),
+			statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("residency").AtMapKey("verdict"), knownvalue.StringExact("no_policy")),
+		}
+	}
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: testProviders(nil),
-		Steps: []resource.TestStep{{
-			Config: placementConfig(`provider "antifailure" {}`, m),
-			ConfigStateChecks: []statecheck.StateCheck{
-				statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("target").AtMapKey("name"), knownvalue.StringExact("kubernetes")),
-				statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("domain"), knownvalue.StringExact("preview.example.com")),
-				statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("candidates"), knownvalue.ListSizeExact(0)),
-				statecheck.ExpectKnownValue(placementAddr, tfjsonpath.New("residency").AtMapKey("verdict"), knownvalue.StringExact("no_policy")),
+		Steps: []resource.TestStep{
+			{
+				Config:      placementConfig(`provider "antifailure" {}`, m),
+				ExpectError: regexp.MustCompile(`(?s)AF-K8S-030 The manifest declares no targets and the provider's\s+kubernetes.context is not set.*current-context is never used.*Next: Set the provider's kubernetes.context \(or AF_K8S_CONTEXT\).*or\s+declare one target`),
 			},
-		}},
+			{
+				Config:            placementConfig(`provider "antifailure" { kubernetes = { context = "eu-prod" } }`, m),
+				ConfigStateChecks: placed("eu-prod"),
+			},
+		},
+	})
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testProviders(map[string]string{"AF_K8S_CONTEXT": "from-env"}),
+		Steps: []resource.TestStep{
+			{Config: placementConfig(`provider "antifailure" {}`, m), ConfigStateChecks: placed("from-env")},
+			// The attribute wins over the environment.
+			{Config: placementConfig(`provider "antifailure" { kubernetes = { context = "eu-prod" } }`, m), ConfigStateChecks: placed("eu-prod")},
+		},
 	})
 }
 
-func TestAccLicense_refusedTokensNameTheCheckOnTheLicenseAttribute(t *testing.T) {
+func TestAccLicense_refusedTokensNameTheCheck(t *testing.T) {
 	expired := license.Sign(testLicenseKey, license.Claims{KeyID: "test", Organization: "acme",
 		NotBefore: testNow.Add(-48 * 3600e9), Expiry: testNow.Add(-3600e9)})
 	for name, c := range map[string]struct {

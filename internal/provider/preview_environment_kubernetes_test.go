@@ -200,9 +200,10 @@ func afObjects(c k8s.Interface) ([]string, error) {
 // namespace, policies, gateway, Deployments, Service and Ingress on the
 // placed cluster only (the probe ran and is gone); the plan right after is
 // empty; a Deployment deleted by hand shows in the next plan and apply puts
-// it back; import by <kubeconfig_context>/<namespace> reads the same
+// it back; import by <kubeconfig_context>/<app>/<env> reads the same
 // environment; destroy leaves nothing. Then a probe that escapes refuses the
-// apply with AF-RUN-043 and leaves nothing either.
+// apply with AF-RUN-043, says what was created and removed again, and
+// leaves nothing either.
 func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 	te, stand := kubeTestenv(t)
 	eu, us := te.Client(t, testenv.EU), te.Client(t, testenv.US)
@@ -247,7 +248,7 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 			{
 				Config: config,
 				Check: resource.ComposeAggregateTestCheckFunc(
-					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "id", "eu-prod/"+ns),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "id", "eu-prod/tfshop/pr-1"),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "namespace", ns),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "kubeconfig_context", "eu-prod"),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "target", "frankfurt"),
@@ -257,7 +258,7 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.worker.running", "true"),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "services.web.image", "ghcr.io/acme/shop:1.4.2"),
 					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.verdict", "contained"),
-					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.attempts.#", "17"),
+					resource.TestCheckResourceAttr("antifailure_preview_environment.this", "containment.attempts.#", "18"),
 					onlyInEU,
 				),
 			},
@@ -332,7 +333,7 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 			{
 				ResourceName:      "antifailure_preview_environment.this",
 				ImportState:       true,
-				ImportStateId:     "eu-prod/" + ns,
+				ImportStateId:     "eu-prod/tfshop/pr-1",
 				ImportStateVerify: true,
 				ImportStateCheck: func([]*terraform.InstanceState) error {
 					t.Logf("scale-drift plan and apply, then import: %d Kubernetes API requests", cnt.take())
@@ -351,7 +352,7 @@ func TestAccPreviewEnvironment_kubernetes_KubeletStandIn(t *testing.T) {
 		ProtoV6ProviderFactories: kubernetesTestProviders(&cnt),
 		Steps: []resource.TestStep{{
 			Config:      kubeConfig(te.Kubeconfig, "pr-2"),
-			ExpectError: regexp.MustCompile(`(?s)AF-RUN-043 The containment probe got out: 1 of 15 attempts escaped.*1\.1\.1\.1:443\s+escaped.*No application process or image was started\..*Nothing was created\.`),
+			ExpectError: regexp.MustCompile(`(?s)AF-RUN-043 The containment probe got out: 1 of 16 attempts escaped.*1\.1\.1\.1:443\s+escaped.*No application process or image was started\..*Created\s+and\s+removed\s+again:\s+namespace\s+af-tfshop-pr-2\s+on\s+context\s+eu-prod,.*containment\s+probe\s+Pod.*Nothing\s+is\s+left\.`),
 		}},
 	})
 	if left, _ := afObjects(eu); len(left) != 0 {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package provider
 
 import (
@@ -117,6 +119,7 @@ resource "antifailure_preview_environment" "this" {
     services:
       web:
         command: [%q, "-test.run=^$"]
+        dir: %q
         port: 8080
         web: true
         health: /healthz
@@ -130,7 +133,7 @@ resource "antifailure_preview_environment" "this" {
         response: {status: 200, body: mocked-quote}
   EOT
 }
-`, exe, marker, greeting)
+`, exe, filepath.Dir(exe), marker, greeting)
 }
 
 // servicePids are the host pids of this test's services (found by the
@@ -177,11 +180,15 @@ func fetch(rawURL string) (string, error) {
 const envAddr = "antifailure_preview_environment.this"
 
 func TestAccPreviewEnvironment_local(t *testing.T) {
+	localAttempts := 16
+	if os.Geteuid() == 0 {
+		localAttempts = 17
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	marker := hex.EncodeToString(rnd[:])
 	rt := localTestRuntime(t)
-	stateDir := rt.StateDir("shop-pr-1")
+	stateDir := rt.StateDir(runtime.Key{App: "shop", Env: "pr-1"})
 	var url, netns string
 
 	serves := func(greeting string) resource.TestCheckFunc {
@@ -246,22 +253,25 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 					plancheck.ExpectResourceAction(envAddr, plancheck.ResourceActionCreate),
 					// Known at plan: the ID, the placement, the services the
 					// plan proposes; known only after the probe: containment.
-					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("id"), knownvalue.StringExact("shop-pr-1")),
+					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("id"), knownvalue.StringExact("shop/pr-1")),
 					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("target"), knownvalue.StringExact("local")),
 					plancheck.ExpectKnownValue(envAddr, tfjsonpath.New("services").AtMapKey("web").AtMapKey("running"), knownvalue.Bool(true)),
 					plancheck.ExpectUnknownValue(envAddr, tfjsonpath.New("containment")),
 				}},
 				Check: resource.ComposeAggregateTestCheckFunc(
 					resource.TestCheckResourceAttr(envAddr, "queue_position", "1"),
-					resource.TestCheckResourceAttr(envAddr, "id", "shop-pr-1"),
+					resource.TestCheckResourceAttr(envAddr, "id", "shop/pr-1"),
 					resource.TestCheckResourceAttr(envAddr, "runtime", "local"),
-					resource.TestCheckResourceAttr(envAddr, "namespace", "shop-pr-1"),
+					resource.TestCheckResourceAttr(envAddr, "namespace", "shop/pr-1"),
 					resource.TestMatchResourceAttr(envAddr, "urls.web", regexp.MustCompile(`^http://web-pr-1\.localhost:\d+$`)),
 					resource.TestCheckResourceAttr(envAddr, "services.web.running", "true"),
 					resource.TestCheckResourceAttr(envAddr, "containment.verdict", "contained"),
-					resource.TestCheckResourceAttr(envAddr, "containment.attempts.#", "8"),
-					resource.TestCheckResourceAttr(envAddr, "containment.attempts.7.category", "control"),
-					resource.TestCheckResourceAttr(envAddr, "containment.attempts.7.outcome", "reached"),
+					// 8 network attempts, then the sandbox's own (one more, the
+					// root-only canary, when the provider runs as root), the control last.
+					resource.TestCheckResourceAttr(envAddr, "containment.attempts.#", strconv.Itoa(localAttempts)),
+					resource.TestCheckResourceAttr(envAddr, "containment.attempts."+strconv.Itoa(localAttempts-1)+".category", "control"),
+					resource.TestCheckResourceAttr(envAddr, "containment.attempts."+strconv.Itoa(localAttempts-1)+".outcome", "reached"),
+					resource.TestCheckResourceAttr(envAddr, "containment.attempts.8.category", "unix"),
 					serves("hello"),
 					recordNetns,
 				),
@@ -321,14 +331,14 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 				Config:        localEnvironmentConfig(t, marker, "bonjour"),
 				ResourceName:  envAddr,
 				ImportState:   true,
-				ImportStateId: "shop-pr-1",
+				ImportStateId: "shop/pr-1",
 				ImportStateCheck: func(states []*terraform.InstanceState) error {
 					if len(states) != 1 {
 						return fmt.Errorf("imported %d states", len(states))
 					}
 					a := states[0].Attributes
 					for k, want := range map[string]string{
-						"id": "shop-pr-1", "runtime": "local", "namespace": "shop-pr-1", "urls.web": url,
+						"id": "shop/pr-1", "runtime": "local", "namespace": "shop/pr-1", "urls.web": url, "name": "pr-1",
 						"services.web.running": "true", "containment.verdict": "contained",
 					} {
 						if a[k] != want {

@@ -72,7 +72,7 @@ resource "antifailure_preview_environment" "this" {
   manifest = "name: shop\nruntime: {provider: local}\n"
 }`,
 			PlanOnly:    true,
-			ExpectError: regexp.MustCompile(`must be a DNS label`),
+			ExpectError: regexp.MustCompile(`(?s)AF-CFG-005 name "PR_1" is not a DNS label.*name     = "PR_1"`),
 		}},
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -20,10 +19,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
-	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
-	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/scheduler"
 )
 
@@ -32,8 +29,9 @@ func newPreviewEnvironmentResource() resource.Resource { return &previewEnvironm
 type previewEnvironmentResource struct{ data any }
 
 var (
-	_ resource.ResourceWithModifyPlan  = (*previewEnvironmentResource)(nil)
-	_ resource.ResourceWithImportState = (*previewEnvironmentResource)(nil)
+	_ resource.ResourceWithModifyPlan   = (*previewEnvironmentResource)(nil)
+	_ resource.ResourceWithImportState  = (*previewEnvironmentResource)(nil)
+	_ resource.ResourceWithUpgradeState = (*previewEnvironmentResource)(nil)
 )
 
 type previewEnvironmentModel struct {
@@ -97,6 +95,7 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
 	}
 	resp.Schema = schema.Schema{
+		Version: environmentSchemaVersion,
 		MarkdownDescription: "A preview environment: a short-lived copy of the application the manifest describes, on the target placement chooses, " +
 			"with no way out. Before any application process or image starts, the runtime isolates the environment, starts its egress gateway and runs a " +
 			"**containment probe** under exactly the rules the services run under; any escape refuses the environment with `AF-RUN-043` and removes " +
@@ -104,15 +103,17 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 			"Drift is detected: a service killed, deleted, scaled or re-imaged by hand shows in the next plan as a change to `services`, and apply restores it.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The environment's ID, also its import ID: `<kubeconfig_context>/<namespace>` on `kubernetes`, `<app>-<name>` on `local`.",
+				Computed: true,
+				MarkdownDescription: "The environment's ID, also its import ID: `<kubeconfig_context>/<app>/<name>` on `kubernetes`, `<app>/<name>` on `local` " +
+					"(`<app>` is the manifest's `name`). Application and environment stay two parts, so app `shop` with `pr-1` and app `shop-pr` with `1` are two environments; " +
+					"an environment that belongs to another pair is refused, never adopted, imported or deleted.",
 			},
-			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription},
+			"manifest": schema.StringAttribute{Required: true, MarkdownDescription: manifestDescription, Validators: []validator.String{manifestValidator()}},
 			"name": schema.StringAttribute{
 				Required: true,
 				MarkdownDescription: "The environment's name, a DNS label (for example `pr-42`). It becomes part of the namespace and the URLs; " +
 					"changing it replaces the environment.",
-				Validators:    []validator.String{stringvalidator.RegexMatches(manifest.DNSLabel, "must be a DNS label: lower-case letters, digits and hyphens, 1-63 characters, starting and ending with a letter or digit")},
+				Validators:    []validator.String{refusingString("a DNS label", checkEnvName)},
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"images": schema.MapAttribute{
@@ -129,22 +130,25 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 			"timeouts": timeouts.Attributes(ctx, timeouts.Opts{Create: true, Read: true, Update: true, Delete: true}),
 			"runtime":  computedString("The runtime provider the manifest names (`local` or `kubernetes`)."),
 			"target":   computedString("The placed target's name (the runtime provider itself when the manifest declares no targets). A change of placement replaces the environment."),
-			"kubeconfig_context": computedString("The kubeconfig context of the placed target (`kubernetes` only; empty otherwise). " +
+			"kubeconfig_context": computedString("The kubeconfig context the environment lives on (`kubernetes` only; an empty string on `local`): the placed target's " +
+				"`kubeconfig_context`, or, when the manifest declares no targets, the provider's `kubernetes.context` (`AF_K8S_CONTEXT`); with neither the plan is " +
+				"refused (`AF-K8S-030`), and the kubeconfig's current-context is never used. It is the first part of the ID, and a change replaces the environment. " +
 				"A context missing from the kubeconfig is refused at plan, listing the contexts that exist."),
 			"placement": schema.SingleNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "The placement decision, as `antifailure_placement` reports it.",
 				Attributes: map[string]schema.Attribute{
-					"edition":   computedString("`community` or `enterprise`."),
+					"edition":   computedString("`community` or `enterprise`: the edition the environment was created under (a license that expires later does not change it)."),
 					"domain":    computedString("The effective domain for URLs."),
 					"residency": computedString("The residency verdict: `allowed`, `not_evaluable` or `no_policy`."),
 				},
 			},
-			"namespace": computedString("Where the environment's objects live: the Kubernetes namespace (`af-<app>-<name>`), or the local runtime's state key."),
+			"namespace": computedString("Where the environment's objects live, known at plan: the Kubernetes namespace (`af-<app>-<name>`, or, when that name could also " +
+				"belong to another pair or is longer than 63 characters, a shortened form ending in a hash of both; labelled with app and environment), or on `local` the key `<app>/<name>`."),
 			"urls": schema.MapAttribute{
 				Computed:            true,
 				ElementType:         types.StringType,
-				MarkdownDescription: "URL of each web service, by service name.",
+				MarkdownDescription: "URL of each web service, by service name. Known at plan on `kubernetes`; on `local` the router's port is chosen at apply.",
 			},
 			"services": schema.MapNestedAttribute{
 				Computed: true,
@@ -160,16 +164,17 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 				Computed:            true,
 				MarkdownDescription: "The containment probe's result from when the environment was created: the verdict, every attempt and how long the probe took.",
 				Attributes: map[string]schema.Attribute{
-					"verdict":     computedString("`contained` (anything else refuses the environment)."),
+					"verdict": computedString("`contained` (anything else refuses the environment). On refresh, `drifted: <what>` when a NetworkPolicy, the gateway's " +
+						"catalogue or its Deployment differs from what the probe ran under (changed, deleted or added by hand): the next apply restores them and probes again."),
 					"duration_ms": schema.Int64Attribute{Computed: true, MarkdownDescription: "How long the probe ran, in milliseconds."},
 					"attempts": schema.ListNestedAttribute{
 						Computed:            true,
 						MarkdownDescription: "Every attempt: what it tried to reach, how, and what happened.",
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host`, `tenant`, or `control` (the positive control: the egress gateway)."),
+							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host` (the local runtime's host), `node` (the pod's own node: reported, never deciding, since NetworkPolicy does not apply between a pod and its node), `tenant`, `canary` (the gateway's canary port, which no policy admits services to), or `control` (the positive control: the egress gateway)."),
 							"method":   computedString("How: `tcp`, `udp-dns`, `tcp-dns`, `dns-lookup`, `http`, `unix` (a host Unix socket; the target is its path)."),
 							"target":   computedString("The literal address (or, for a lookup, the name)."),
-							"outcome":  computedString("`blocked` or `escaped` for escape attempts; `reached` or `failed` for the control."),
+							"outcome":  computedString("`blocked`, `escaped` or `inconclusive` (never contained) for escape attempts; `node-reached` for a node attempt that got through; `reached` or `failed` for the control."),
 							"detail":   computedString("What the attempt saw."),
 						}},
 					},
@@ -218,6 +223,7 @@ func (r *previewEnvironmentResource) plan(ctx context.Context, pd *providerData,
 		Name:           m.Name.ValueString(),
 		Manifest:       dec.manifest,
 		Placement:      dec.placement,
+		Source:         m.Manifest.ValueString(),
 		Images:         images,
 		WaitForRollout: m.WaitForRollout.IsNull() || m.WaitForRollout.ValueBool(),
 	}
@@ -258,35 +264,64 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 	if !ok {
 		return
 	}
-	plan.ID = types.StringValue(p.rt.RefFor(p.env).ID)
+	planned := p.rt.Planned(p.env)
+	plan.ID = types.StringValue(planned.Ref.ID)
 	plan.Runtime = types.StringValue(p.placement.Runtime)
 	plan.Target = types.StringValue(p.placement.Target.Name)
 	plan.KubeconfigContext = types.StringValue(p.placement.Target.KubeconfigContext)
 	plan.Placement = r.placementValue(pd, p.decision, &resp.Diagnostics)
 	plan.Services = servicesValue(runtime.DesiredServices(p.env), &resp.Diagnostics)
+	plan.Namespace = types.StringValue(planned.Namespace)
+	if planned.URLs != nil {
+		plan.URLs = stringMap(planned.URLs, &resp.Diagnostics)
+	}
 
-	if !req.State.Raw.IsNull() {
+	if req.State.Raw.IsNull() {
+		if pd.licenseErr != nil {
+			// A license problem never blocks reading or removing what
+			// exists; it does refuse making anything new.
+			addLicenseRefusal(&resp.Diagnostics, pd.licenseErr)
+		}
+	} else {
 		var state previewEnvironmentModel
 		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 		if moved(state.Runtime, plan.Runtime) || moved(state.Target, plan.Target) || moved(state.KubeconfigContext, plan.KubeconfigContext) || moved(state.ID, plan.ID) {
 			resp.RequiresReplace = append(resp.RequiresReplace, path.Root("target"))
 		} else {
-			// Facts from creation stay as they were; what an update changes
-			// is planned as unknown only when the manifest changes.
+			// Facts from creation stay as they were: the namespace the
+			// environment really lives in (an earlier release's name, say).
 			plan.Namespace = state.Namespace
-			plan.Containment = state.Containment
-			if containmentDrifted(state.Containment) {
-				// The objects the probe ran under changed by hand: the
-				// apply restores them and probes again.
-				plan.Containment = types.ObjectUnknown(containmentAttrTypes)
-			}
 			plan.QueuePosition = state.QueuePosition
-			if state.Manifest.Equal(plan.Manifest) {
+			if ed, ok := state.Placement.Attributes()["edition"].(types.String); ok && !ed.IsNull() {
+				// The edition it was created under: a license that expired
+				// since is no reason to touch the environment.
+				plan.Placement = r.placementValueAs(ed.ValueString(), p.decision, &resp.Diagnostics)
+			}
+			plan.Containment = state.Containment
+			if planned.URLs == nil {
 				plan.URLs = state.URLs
+			}
+			if containmentDrifted(state.Containment) || updates(state, plan) {
+				// An update may have to start the environment afresh (its
+				// supervisor or namespace is gone), which probes again and
+				// may choose another router port; objects the probe ran
+				// under that changed by hand are restored and probed again:
+				// those values are known only after apply.
+				plan.Containment = types.ObjectUnknown(containmentAttrTypes)
+				if planned.URLs == nil {
+					plan.URLs = types.MapUnknown(types.StringType)
+				}
 			}
 		}
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// updates reports whether the plan makes Update run: something the runtime
+// acts on differs from the state.
+func updates(state, plan previewEnvironmentModel) bool {
+	return !state.Manifest.Equal(plan.Manifest) || !state.Images.Equal(plan.Images) || !state.Services.Equal(plan.Services) ||
+		!state.WaitForRollout.Equal(plan.WaitForRollout) || !state.Name.Equal(plan.Name)
 }
 
 // moved reports a change between a known prior value and the plan. A null
@@ -308,7 +343,11 @@ func (r *previewEnvironmentResource) Create(ctx context.Context, req resource.Cr
 	if !ok {
 		return
 	}
-	ref := p.rt.RefFor(p.env)
+	if pd.licenseErr != nil {
+		addLicenseRefusal(&resp.Diagnostics, pd.licenseErr)
+		return
+	}
+	ref := p.rt.Planned(p.env).Ref
 	now := pd.now()
 	position, waiting := scheduler.Single(scheduler.Run{
 		ID: ref.ID, Organization: pd.organization(), Kind: scheduler.Kind("terraform-apply"), EnqueuedAt: now,
@@ -354,10 +393,8 @@ func (r *previewEnvironmentResource) Read(ctx context.Context, req resource.Read
 		addRefusals(&resp.Diagnostics, err, path.Root("id"))
 		return
 	}
-	if state.KubeconfigContext.IsNull() {
-		state.KubeconfigContext = types.StringValue(contextOfImportID(state.ID.ValueString()))
-	}
 	r.record(&state, st, &resp.Diagnostics)
+	r.completeImported(pd, &state, st)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -373,6 +410,12 @@ func (r *previewEnvironmentResource) Update(ctx context.Context, req resource.Up
 	resp.Diagnostics.Append(d...)
 	p, ok := r.plan(ctx, pd, plan, &resp.Diagnostics)
 	if !ok {
+		return
+	}
+	if !updates(state, plan) {
+		// Only what the runtime never sees changed (timeouts, or what an
+		// import could not record): nothing to do on the environment.
+		resp.Diagnostics.Append(resp.State.Set(ctx, &plan)...)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -410,119 +453,10 @@ func (r *previewEnvironmentResource) Delete(ctx context.Context, req resource.De
 	}
 }
 
-func (r *previewEnvironmentResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
-	resource.ImportStatePassthroughID(ctx, path.Root("id"), req, resp)
-}
-
-// runtimeOf is the runtime holding an environment in state. Right after an
-// import the state has no runtime yet, and the ID's shape tells.
+// runtimeOf is the runtime holding an environment in state (ImportState
+// records it too).
 func (pd *providerData) runtimeOf(state *previewEnvironmentModel) (runtime.Runtime, error) {
-	if state.Runtime.ValueString() == "" {
-		state.Runtime = types.StringValue(runtimeOfImportID(state.ID.ValueString()))
-	}
 	return pd.runtime(state.Runtime.ValueString())
-}
-
-// runtimeOfImportID tells the runtime from the shape of an import ID:
-// kubernetes IDs are "<kubeconfig_context>/<namespace>", local ones have no slash.
-func runtimeOfImportID(id string) string {
-	if strings.Contains(id, "/") {
-		return manifest.ProviderKubernetes
-	}
-	return manifest.ProviderLocal
-}
-
-func contextOfImportID(id string) string {
-	ctx, _, found := strings.Cut(id, "/")
-	if !found {
-		return ""
-	}
-	return ctx
-}
-
-// record copies what the runtime observed into the model.
-func (r *previewEnvironmentResource) record(m *previewEnvironmentModel, st runtime.State, diags *diag.Diagnostics) {
-	m.ID = types.StringValue(st.Ref.ID)
-	m.Namespace = types.StringValue(st.Namespace)
-	urls, d := types.MapValueFrom(context.Background(), types.StringType, nonNil(st.URLs))
-	diags.Append(d...)
-	m.URLs = urls
-	m.Services = servicesValue(st.Services, diags)
-	if len(st.Containment.Attempts) > 0 || st.Containment.Verdict != "" {
-		m.Containment = containmentValue(st.Containment, diags)
-	} else if m.Containment.IsUnknown() {
-		m.Containment = types.ObjectNull(containmentAttrTypes)
-	}
-	if m.QueuePosition.IsUnknown() {
-		m.QueuePosition = types.Int64Null()
-	}
-}
-
-func nonNil(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
-}
-
-func (r *previewEnvironmentResource) placementValue(pd *providerData, d decision, diags *diag.Diagnostics) types.Object {
-	obj, dd := types.ObjectValue(envPlacementAttrTypes, map[string]attr.Value{
-		"edition":   types.StringValue(pd.edition.Name),
-		"domain":    types.StringValue(d.placement.Domain),
-		"residency": types.StringValue(d.residency.Verdict),
-	})
-	diags.Append(dd...)
-	return obj
-}
-
-func servicesValue(services map[string]runtime.ServiceState, diags *diag.Diagnostics) types.Map {
-	elems := make(map[string]attr.Value, len(services))
-	for name, s := range services {
-		obj, d := types.ObjectValue(serviceAttrTypes, map[string]attr.Value{
-			"image":    types.StringValue(s.Image),
-			"replicas": types.Int64Value(int64(s.Replicas)),
-			"running":  types.BoolValue(s.Running),
-		})
-		diags.Append(d...)
-		elems[name] = obj
-	}
-	m, d := types.MapValue(types.ObjectType{AttrTypes: serviceAttrTypes}, elems)
-	diags.Append(d...)
-	return m
-}
-
-// containmentDrifted reports a refreshed containment whose verdict names
-// objects that differ from what the probe ran under.
-func containmentDrifted(o types.Object) bool {
-	if o.IsNull() || o.IsUnknown() {
-		return false
-	}
-	v, ok := o.Attributes()["verdict"].(types.String)
-	return ok && strings.HasPrefix(v.ValueString(), kubernetes.DriftedPrefix)
-}
-
-func containmentValue(res probe.Result, diags *diag.Diagnostics) types.Object {
-	attempts := make([]attr.Value, 0, len(res.Attempts))
-	for _, a := range res.Attempts {
-		obj, d := types.ObjectValue(attemptAttrTypes, map[string]attr.Value{
-			"category": types.StringValue(string(a.Category)),
-			"method":   types.StringValue(a.Method),
-			"target":   types.StringValue(a.Target),
-			"outcome":  types.StringValue(string(a.Outcome)),
-			"detail":   types.StringValue(a.Detail),
-		})
-		diags.Append(d...)
-		attempts = append(attempts, obj)
-	}
-	list, d := types.ListValue(types.ObjectType{AttrTypes: attemptAttrTypes}, attempts)
-	diags.Append(d...)
-	obj, d := types.ObjectValue(containmentAttrTypes, map[string]attr.Value{
-		"verdict":     types.StringValue(string(res.Verdict)),
-		"duration_ms": types.Int64Value(res.Duration.Milliseconds()),
-		"attempts":    list,
-	})
-	diags.Append(d...)
-	return obj
 }
 
 func (pd *providerData) organization() string {

@@ -58,7 +58,10 @@ type antifailureProvider struct {
 	deps    deps
 }
 
-var _ provider.ProviderWithFunctions = (*antifailureProvider)(nil)
+var (
+	_ provider.ProviderWithFunctions      = (*antifailureProvider)(nil)
+	_ provider.ProviderWithValidateConfig = (*antifailureProvider)(nil)
+)
 
 type providerModel struct {
 	License        types.String             `tfsdk:"license"`
@@ -76,6 +79,7 @@ type policyModel struct {
 // providerData is handed to every resource and data source.
 type providerData struct {
 	edition    license.Edition
+	licenseErr error // a license that failed verification (license_problem.go)
 	policy     *residency.Policy
 	kubeconfig kubernetes.Kubeconfig
 	now        func() time.Time
@@ -83,6 +87,9 @@ type providerData struct {
 	runtimes   *runtimeCache
 	ecs        ecsSettings
 	k8s        kubernetes.Options
+	// k8sContext is the context of kubernetes environments whose manifest
+	// declares no targets; empty refuses them (AF-K8S-030).
+	k8sContext string
 }
 
 func (p *antifailureProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -101,7 +108,8 @@ func (p *antifailureProvider) Schema(_ context.Context, _ provider.SchemaRequest
 				Sensitive: true,
 				MarkdownDescription: "Enterprise license token. Falls back to the `" + envLicense + "` environment variable. " +
 					"Unset: the community edition. The token is verified offline against keys built into the provider and is never written to state or logs; " +
-					"a tampered, expired, not-yet-valid or unknown-key token is refused with an `AF-LIC-…` code that says which.",
+					"a tampered, expired, not-yet-valid or unknown-key token is refused with an `AF-LIC-…` code that says which, when creating an environment " +
+					"or placing one that needs an enterprise feature; it never blocks refresh or destroy of environments that exist (the provider then acts as the community edition).",
 			},
 			"policy": schema.SingleNestedAttribute{
 				Optional: true,
@@ -119,8 +127,10 @@ func (p *antifailureProvider) Schema(_ context.Context, _ provider.SchemaRequest
 			},
 			"kubeconfig_path": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Path to a kubeconfig file for the `kubernetes` runtime. Falls back to `" + envKubeconfigPath + "`. " +
-					"The context used is always the placed target's `kubeconfig_context`; there is no fallback to another context or to in-cluster configuration.",
+				MarkdownDescription: "Path to a kubeconfig file for the `kubernetes` runtime, or a `" + envKubeconfigPath + "`-style list of files " +
+					"(merged as kubectl merges them). A leading `~/` is the home directory. Falls back to `" + envKubeconfigPath + "`. " +
+					"The context used is the placed target's `kubeconfig_context`, or with no targets the provider's `kubernetes.context`; never the " +
+					"kubeconfig's current-context, another context or in-cluster configuration. Conflicts with `kubeconfig` (`AF-CFG-003`, at validate).",
 			},
 			"ecs":        ecsProviderAttribute(),
 			"kubernetes": kubernetesProviderAttribute(),
@@ -149,15 +159,19 @@ func (p *antifailureProvider) Configure(ctx context.Context, req provider.Config
 	token := stringOr(cfg.License, getenv(envLicense))
 	verifier := p.deps.verifier
 	verifier.Now = p.deps.now
-	edition, err := verifier.Verify(token)
-	if err != nil {
-		addRefusals(&resp.Diagnostics, err, path.Root("license"))
-		return
+	edition, licenseErr := verifier.Verify(token)
+	if licenseErr != nil {
+		edition = license.CommunityEdition // see license_problem.go
 	}
 
-	pd := &providerData{edition: edition, now: p.deps.now, getenv: getenv}
+	pd := &providerData{edition: edition, licenseErr: licenseErr, now: p.deps.now, getenv: getenv}
 	pd.ecs = cfg.ECS.settings()
-	pd.k8s = cfg.Kubernetes.options(getenv)
+	var err error
+	if pd.k8s, err = cfg.Kubernetes.options(getenv); err != nil {
+		addRefusals(&resp.Diagnostics, err, path.Root("kubernetes"))
+		return
+	}
+	pd.k8sContext = cfg.Kubernetes.kubeContext(getenv)
 	pd.k8s.GatewayImage = cmp.Or(pd.k8s.GatewayImage, DefaultGatewayImage(p.version))
 	if pd.k8s.TerminationGrace, err = cfg.Kubernetes.terminationGrace(getenv); err != nil {
 		addRefusals(&resp.Diagnostics, err, path.Root("kubernetes").AtName("termination_grace_seconds"))
@@ -201,15 +215,8 @@ func readPolicy(m *policyModel, env string) (*residency.Policy, error) {
 	default:
 		return nil, nil
 	}
-	if len(regions) == 0 {
-		return nil, refusal.New(refusal.ConfigInvalid, "policy.allowed_regions is empty, which would refuse every environment").
-			WithNext("List at least one region, or remove the policy.")
-	}
-	for _, r := range regions {
-		if r == "" || strings.ContainsAny(r, " \t") {
-			return nil, refusal.New(refusal.ConfigInvalid, "policy.allowed_regions holds %q, which is not a region name", r).
-				WithNext("List region names such as eu-west-1 (in " + envAllowedRegions + ": comma separated).")
-		}
+	if err := checkRegions(regions); err != nil {
+		return nil, err
 	}
 	return &residency.Policy{AllowedRegions: regions}, nil
 }
@@ -221,9 +228,7 @@ func readKubeconfigSource(cfg providerModel, getenv func(string) string) (kubern
 	content := stringOr(cfg.Kubeconfig, getenv(envKubeconfig))
 	p := stringOr(cfg.KubeconfigPath, "")
 	if content != "" && p != "" {
-		return kubernetes.Kubeconfig{}, refusal.New(refusal.ConfigInvalid, "Both kubeconfig and kubeconfig_path are set").
-			WithDetail("The provider would have to choose one silently.").
-			WithNext("Set one of kubeconfig (or " + envKubeconfig + ") and kubeconfig_path.")
+		return kubernetes.Kubeconfig{}, bothKubeconfigs()
 	}
 	if content != "" {
 		return kubernetes.Kubeconfig{Content: content}, nil
@@ -231,6 +236,7 @@ func readKubeconfigSource(cfg providerModel, getenv func(string) string) (kubern
 	if p == "" {
 		p = getenv(envKubeconfigPath)
 	}
+	p = expandHome(p, getenv)
 	// Like kubectl, a KUBECONFIG-style list of files is merged by the runtime;
 	// every file named must exist.
 	for _, file := range filepath.SplitList(p) {
@@ -258,5 +264,8 @@ func (p *antifailureProvider) DataSources(context.Context) []func() datasource.D
 }
 
 func (p *antifailureProvider) Functions(context.Context) []func() function.Function {
-	return []func() function.Function{}
+	return []func() function.Function{
+		newDNSFirewallFindingsFunction,
+		newManifestDecodeFunction,
+	}
 }

@@ -174,7 +174,7 @@ func (n *realNode) providers(cnt *kubeRequests) map[string]func() (tfprotov6.Pro
 	}
 }
 
-func (n *realNode) config(env string, egressExtra string) string {
+func (n *realNode) config(env string) string {
 	m := fmt.Sprintf(`    name: %s
     runtime:
       provider: kubernetes
@@ -195,7 +195,7 @@ func (n *realNode) config(env string, egressExtra string) string {
     egress:
       - host: api.mock.test
         mode: mock
-        response: {status: 200, body: %s}%s`, realNodeApp, n.busybox, n.busybox, realNodeMockBody, egressExtra)
+        response: {status: 200, body: %s}`, realNodeApp, n.busybox, n.busybox, realNodeMockBody)
 	return fmt.Sprintf(`provider "antifailure" {
   license         = %q
   kubeconfig_path = %q
@@ -301,7 +301,7 @@ func TestAccRealNode_Enforcing(t *testing.T) {
 		Steps: []resource.TestStep{
 			{
 				PreConfig: func() { t0 = time.Now() },
-				Config:    n.config("pr-1", ""),
+				Config:    n.config("pr-1"),
 				Check: func(s *terraform.State) error {
 					t.Logf("apply: %s, %d API requests, probe %s ms", time.Since(t0).Round(100*time.Millisecond), cnt.take(), stateAttr(s, "containment.duration_ms"))
 					list := attempts(s)
@@ -332,23 +332,23 @@ func TestAccRealNode_Enforcing(t *testing.T) {
 					}
 					out, err := n.exec(ns, "worker", "wget", "-q", "-O-", "http://api.mock.test/")
 					if err != nil || !strings.Contains(out, realNodeMockBody) {
-						return fmt.Errorf("worker -> mock host through the gateway: %v %q", err, out)
+						return fmt.Errorf("worker -> mock host through the gateway: %w %q", err, out)
 					}
 					out, err = n.exec(ns, "worker", "wget", "-q", "-O-", "http://uncatalogued.example/")
 					if err == nil || !strings.Contains(out, "403") {
-						return fmt.Errorf("worker -> an uncatalogued host was not refused by the gateway: %v %q", err, out)
+						return fmt.Errorf("worker -> an uncatalogued host was not refused by the gateway (exec: %s): %q", fmt.Sprint(err), out)
 					}
 					// And no way around the gateway: straight to the canary.
 					out, err = n.exec(ns, "worker", "nc", "-w", "3", strings.Split(n.canary, ":")[0], "8080")
 					if err == nil || strings.Contains(out, realNodeCanaryMsg) {
-						return fmt.Errorf("worker reached the canary directly: %v %q", err, out)
+						return fmt.Errorf("worker reached the canary directly (exec: %s): %q", fmt.Sprint(err), out)
 					}
 					return nil
 				},
 			},
 			{
 				PreConfig: func() { cnt.take() },
-				Config:    n.config("pr-1", ""),
+				Config:    n.config("pr-1"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()},
 				},
@@ -383,7 +383,7 @@ func TestAccRealNode_NotEnforcing(t *testing.T) {
 		ProtoV6ProviderFactories: n.providers(&cnt),
 		CheckDestroy:             n.checkNothingLeft,
 		Steps: []resource.TestStep{{
-			Config:      n.config("pr-2", ""),
+			Config:      n.config("pr-2"),
 			ExpectError: regexp.MustCompile(`(?s)AF-RUN-043.*tenant\s+tcp\s+` + regexp.QuoteMeta(n.canary) + `\s+escaped`),
 		}},
 	})
@@ -449,7 +449,7 @@ func TestAccRealNode_ContainmentDrift(t *testing.T) {
 		CheckDestroy:             n.checkNothingLeft,
 		Steps: []resource.TestStep{
 			{
-				Config: n.config("pr-3", ""),
+				Config: n.config("pr-3"),
 				Check: func(s *terraform.State) error {
 					ns, lastProbe = stateAttr(s, "namespace"), ""
 					lastProbe = probeRecord()
@@ -465,7 +465,7 @@ func TestAccRealNode_ContainmentDrift(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config: n.config("pr-3", ""),
+				Config: n.config("pr-3"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{drifted("NetworkPolicy af-services-to-gateway deleted")},
 				},
@@ -492,7 +492,7 @@ func TestAccRealNode_ContainmentDrift(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				Config: n.config("pr-3", ""),
+				Config: n.config("pr-3"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{
 					PreApply: []plancheck.PlanCheck{drifted("ConfigMap " + kube.GatewayConfigMap + " changed")},
 				},
@@ -508,7 +508,7 @@ func TestAccRealNode_ContainmentDrift(t *testing.T) {
 				},
 			},
 			{
-				Config:           n.config("pr-3", ""),
+				Config:           n.config("pr-3"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{plancheck.ExpectEmptyPlan()}},
 			},
 		},
@@ -519,4 +519,40 @@ type planCheckFunc func(context.Context, plancheck.CheckPlanRequest, *plancheck.
 
 func (f planCheckFunc) CheckPlan(ctx context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
 	f(ctx, req, resp)
+}
+
+// TestAccRealNode_NotEnforcingBesideAnother: one environment created while
+// kube-router enforces; then enforcement stops and a second environment's
+// probe reaches the first one's gateway (a tenant attempt that got an
+// answer): AF-RUN-043 naming it, and the second leaves nothing.
+func TestAccRealNode_NotEnforcingBesideAnother(t *testing.T) {
+	n := needRealNode(t)
+	n.enforce(t, true)
+	t.Cleanup(func() { n.enforce(t, true) })
+	var cnt kubeRequests
+	one := n.config("pr-4")
+	two := one + strings.Replace(strings.SplitN(n.config("pr-5"), "}\n", 2)[1], `"this"`, `"second"`, 1)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: n.providers(&cnt),
+		CheckDestroy:             n.checkNothingLeft,
+		Steps: []resource.TestStep{
+			{Config: one},
+			{
+				PreConfig:   func() { n.enforce(t, false) },
+				Config:      two,
+				ExpectError: regexp.MustCompile(`(?s)AF-RUN-043.*tenant\s+tcp\s+10\.0\.\d+\.\d+:3128\s+escaped`),
+			},
+			{
+				PreConfig: func() {
+					n.enforce(t, true)
+					_, err := n.c.CoreV1().Namespaces().Get(context.Background(), "af-"+realNodeApp+"-pr-5", metav1.GetOptions{})
+					if !apierrors.IsNotFound(err) {
+						t.Errorf("the refused environment's namespace: %v", err)
+					}
+				},
+				Config:   one,
+				PlanOnly: true,
+			},
+		},
+	})
 }

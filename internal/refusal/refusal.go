@@ -94,6 +94,17 @@ func (r *Refusal) Body() string {
 	return b.String()
 }
 
+// RolledBack is the Created sentence of a refusal whose operation made things
+// and removed them again before refusing: it names what was made, so that
+// nobody reads "Nothing was created." after objects came and went (a watch,
+// an audit log, a quota all saw them).
+func RolledBack(made []string) string {
+	if len(made) == 0 {
+		return ""
+	}
+	return "Created and removed again: " + strings.Join(made, ", ") + ". Nothing is left."
+}
+
 func (r *Refusal) createdSentence() string {
 	if r.Created == "" {
 		return "Nothing was created."

@@ -44,3 +44,17 @@ func TestAllWrapsForeignErrors(t *testing.T) {
 		t.Fatal("All lost a list")
 	}
 }
+
+func TestRolledBack(t *testing.T) {
+	r := New(Internal, "x")
+	if !strings.HasSuffix(r.Body(), "Nothing was created.") {
+		t.Fatalf("body %q", r.Body())
+	}
+	r.Created = RolledBack([]string{"namespace af-shop-pr-1", "5 NetworkPolicies"})
+	if want := "Created and removed again: namespace af-shop-pr-1, 5 NetworkPolicies. Nothing is left."; !strings.HasSuffix(r.Body(), want) || strings.Contains(r.Body(), "Nothing was created") {
+		t.Fatalf("body %q", r.Body())
+	}
+	if RolledBack(nil) != "" {
+		t.Fatal("nothing made must leave Created empty (Nothing was created.)")
+	}
+}

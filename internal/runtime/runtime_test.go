@@ -18,3 +18,34 @@ func TestDesiredServices(t *testing.T) {
 		t.Fatalf("local desired = %+v", local)
 	}
 }
+
+// TestKey: the two colliding pairs of the issue get different IDs, and
+// every ID reads back to the key it came from, whatever the context holds.
+func TestKey(t *testing.T) {
+	a, b := Key{App: "shop", Env: "pr-1"}, Key{App: "shop-pr", Env: "1"}
+	if a.LocalID() == b.LocalID() || a.KubernetesID("eu-prod") == b.KubernetesID("eu-prod") {
+		t.Fatalf("colliding IDs: %s %s", a.LocalID(), b.LocalID())
+	}
+	for _, k := range []Key{a, b} {
+		got, err := ParseLocalID(k.LocalID())
+		if err != nil || got != k {
+			t.Errorf("ParseLocalID(%s) = %v, %v", k.LocalID(), got, err)
+		}
+		for _, kctx := range []string{"eu-prod", "arn:aws:eks:eu-west-1:1:cluster/x", "a/b/c"} {
+			c, got, err := ParseKubernetesID(k.KubernetesID(kctx))
+			if err != nil || got != k || c != kctx {
+				t.Errorf("ParseKubernetesID(%s) = %q %v, %v", k.KubernetesID(kctx), c, got, err)
+			}
+		}
+	}
+	for _, bad := range []string{"", "shop-pr-1", "shop/", "/pr-1", "Shop/pr-1", "shop/pr_1", "a/b/c"} {
+		if _, err := ParseLocalID(bad); err == nil {
+			t.Errorf("ParseLocalID(%q) accepted", bad)
+		}
+	}
+	for _, bad := range []string{"", "eu-prod/af-shop-pr-1", "shop/pr-1", "/shop/pr-1", "eu-prod/shop/", "eu-prod/Shop/pr-1"} {
+		if _, _, err := ParseKubernetesID(bad); err == nil {
+			t.Errorf("ParseKubernetesID(%q) accepted", bad)
+		}
+	}
+}

@@ -143,8 +143,11 @@ func specFor(kind string, p v1.Platform, busyboxPath, binary string, labels map[
 // buildProvider builds this module's main package static for the platform.
 func buildProvider(p v1.Platform) ([]byte, error) {
 	mod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(mod)) == "" || strings.TrimSpace(string(mod)) == os.DevNull {
-		return nil, fmt.Errorf("run from inside the provider's module (go env GOMOD: %v)", err)
+	if err != nil {
+		return nil, fmt.Errorf("go env GOMOD: %w", err)
+	}
+	if m := strings.TrimSpace(string(mod)); m == "" || m == os.DevNull {
+		return nil, fmt.Errorf("run from inside the provider's module (go env GOMOD is %q)", m)
 	}
 	dir, err := os.MkdirTemp("", "ociimage-bin-")
 	if err != nil {

@@ -9,8 +9,11 @@
 data "antifailure_ecs_egress_report" "shop" {
   manifest = file("${path.module}/antifailure.yaml")
 
-  region       = "eu-west-1"
-  cluster      = "previews"
+  region = "eu-west-1"
+  # A cluster ARN carries the account the endpoint policies are pinned to;
+  # with a cluster name, set account_id (or AF_ECS_ACCOUNT_ID), or the
+  # interface-endpoints and s3-gateway paths stay unproven.
+  cluster      = "arn:aws:ecs:eu-west-1:123456789012:cluster/previews"
   vpc_id       = "vpc-0abc1234def567890"
   vpc_cidr     = "10.20.0.0/16"
   subnet_ids   = ["subnet-0aaa1111bbb222333", "subnet-0ccc4444ddd555666"]
@@ -28,14 +31,15 @@ output "summary" {
 }
 
 # id, verdict and evidence of every path: 10 closed (computed), task-metadata
-# open (documented), instance-metadata and time-sync unproven.
+# open (documented), instance-metadata and time-sync unproven (evidence none).
 output "paths" {
   value = {
     for p in data.antifailure_ecs_egress_report.shop.paths : p.id => "${p.verdict} (${p.evidence})"
   }
 }
 
-# The generated configuration, real AWS API input, as normalized JSON.
+# The generated configuration, real AWS API input, as normalized JSON (null
+# when the network is not described).
 output "plan_json" {
   value = data.antifailure_ecs_egress_report.shop.plan_json
 }

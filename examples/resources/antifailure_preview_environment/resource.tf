@@ -3,18 +3,12 @@ variable "pull_request" {
   type = number
 }
 
-variable "image" {
-  type        = string
-  description = "The image this pull request's CI built."
-}
-
 resource "antifailure_preview_environment" "pr" {
   name     = "pr-${var.pull_request}"
   manifest = file("${path.module}/antifailure.yaml")
 
-  images = {
-    web = var.image
-  }
+  # On kubernetes, the image this pull request's CI built, by service name:
+  # images = { web = "ghcr.io/acme/shop:pr-${var.pull_request}" }
 
   timeouts = {
     create = "15m"

@@ -1,6 +1,7 @@
 // Package motoproof proves the ECS plan against a real AWS API: moto, run
 // locally. It creates the VPC and subnets the network variables describe,
-// applies the plan's EC2, ECS, ECR and CloudWatch Logs inputs — read back from
+// applies the plan's IAM, S3, EC2, ECS, ECR and CloudWatch Logs inputs in the
+// plan's ApplyOrder — read back from
 // the plan's JSON document — with aws-sdk-go-v2 clients, reads everything back
 // and compares it to the plan. moto has no Route 53 Resolver DNS Firewall, so
 // that part is checked through the SDK's types and the DNS Firewall check.
@@ -20,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"reflect"
@@ -38,7 +40,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 	ecssdk "github.com/aws/aws-sdk-go-v2/service/ecs"
 	ecstypes "github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	r53types "github.com/aws/aws-sdk-go-v2/service/route53resolver/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/dnsfirewall"
 	"github.com/antifailure/terraform-provider-antifailure/internal/ecs"
@@ -46,6 +50,10 @@ import (
 )
 
 const region = "eu-west-1"
+
+// account is moto's default account: the cluster ARN names it, so the
+// plan's pinned ARNs are the ones moto assigns.
+const account = "123456789012"
 
 const shopManifest = `name: shop
 runtime:
@@ -180,8 +188,8 @@ func asEC2[T any](t *testing.T, in any) *T {
 	return &out
 }
 
-// TestMirrorsMatchEC2Inputs requires every member of the plan's EC2 input
-// structs to exist in the SDK's EC2 input with the same type.
+// TestMirrorsMatchEC2Inputs requires every member of the plan's EC2, IAM and
+// S3 input structs to exist in the SDK's input with the same type.
 func TestMirrorsMatchEC2Inputs(t *testing.T) {
 	for _, c := range []struct{ mirror, sdk any }{
 		{ecs.CreateSecurityGroupInput{}, ec2.CreateSecurityGroupInput{}},
@@ -191,6 +199,10 @@ func TestMirrorsMatchEC2Inputs(t *testing.T) {
 		{ecs.CreateRouteTableInput{}, ec2.CreateRouteTableInput{}},
 		{ecs.AssociateRouteTableInput{}, ec2.AssociateRouteTableInput{}},
 		{ecs.CreateVpcEndpointInput{}, ec2.CreateVpcEndpointInput{}},
+		{ecs.CreateRoleInput{}, iam.CreateRoleInput{}},
+		{ecs.PutRolePolicyInput{}, iam.PutRolePolicyInput{}},
+		{ecs.CreateBucketInput{}, s3.CreateBucketInput{}},
+		{ecs.PutPublicAccessBlockInput{}, s3.PutPublicAccessBlockInput{}},
 	} {
 		mt, st := reflect.TypeOf(c.mirror), reflect.TypeOf(c.sdk)
 		for i := 0; i < mt.NumField(); i++ {
@@ -275,10 +287,12 @@ func TestPlanAppliesToMotoAndReadsBackEqual(t *testing.T) {
 	ecsc := ecssdk.NewFromConfig(cfg)
 	ecrc := ecr.NewFromConfig(cfg)
 	logsc := cloudwatchlogs.NewFromConfig(cfg)
+	iamc := iam.NewFromConfig(cfg)
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
 
-	// The network the variables describe.
+	// The network the variables describe; the cluster ARN gives the account.
 	vars := map[string]string{
-		ecs.EnvRegion: region, ecs.EnvCluster: "previews", ecs.EnvVPCCIDR: "10.20.0.0/16",
+		ecs.EnvRegion: region, ecs.EnvCluster: "arn:aws:ecs:" + region + ":" + account + ":cluster/previews", ecs.EnvVPCCIDR: "10.20.0.0/16",
 		ecs.EnvSubnetCIDRs: "10.20.1.0/24,10.20.2.0/24", ecs.EnvProbeImage: "ghcr.io/antifailure/probe:1",
 	}
 	vpc, err := ec2c.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String(vars[ecs.EnvVPCCIDR])})
@@ -318,6 +332,26 @@ func TestPlanAppliesToMotoAndReadsBackEqual(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := refs{}
+	if net.Account != account {
+		t.Fatalf("account %q from the cluster ARN", net.Account)
+	}
+	equal(t, "apply order", plan.ApplyOrder, []string{"IAM", "S3", "ECR", "Logs", "EC2", "Route53Resolver", "ECS"})
+
+	// IAM and S3 first: the execution role and the bucket exist before any
+	// endpoint policy names them.
+	role, err := iamc.CreateRole(ctx, asEC2[iam.CreateRoleInput](t, plan.IAM.CreateRole))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iamc.PutRolePolicy(ctx, asEC2[iam.PutRolePolicyInput](t, plan.IAM.PutRolePolicy)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.CreateBucket(ctx, asEC2[s3.CreateBucketInput](t, plan.S3.CreateBucket)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3c.PutPublicAccessBlock(ctx, asEC2[s3.PutPublicAccessBlockInput](t, plan.S3.PutPublicAccessBlock)); err != nil {
+		t.Fatal(err)
+	}
 
 	// CloudWatch Logs and ECR: the environment's own log group and repository.
 	if _, err := logsc.CreateLogGroup(ctx, plan.Logs.CreateLogGroup); err != nil {
@@ -397,7 +431,8 @@ func TestPlanAppliesToMotoAndReadsBackEqual(t *testing.T) {
 	}
 
 	// ECS: the cluster the variables name, the task definition, the service.
-	if _, err := ecsc.CreateCluster(ctx, &ecssdk.CreateClusterInput{ClusterName: aws.String(plan.Cluster)}); err != nil {
+	clusterName := plan.Cluster[strings.LastIndex(plan.Cluster, "/")+1:]
+	if _, err := ecsc.CreateCluster(ctx, &ecssdk.CreateClusterInput{ClusterName: aws.String(clusterName)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ecsc.RegisterTaskDefinition(ctx, plan.ECS.RegisterTaskDefinition); err != nil {
@@ -549,14 +584,63 @@ func TestPlanAppliesToMotoAndReadsBackEqual(t *testing.T) {
 		equal(t, "log group", aws.ToString(lgs.LogGroups[0].LogGroupName), aws.ToString(plan.Logs.CreateLogGroup.LogGroupName))
 		equal(t, "retention", aws.ToInt32(lgs.LogGroups[0].RetentionInDays), int32(ecs.LogRetentionDays))
 	})
-	t.Run("the endpoint policy names the repository moto created", func(t *testing.T) {
-		// moto's repository ARN carries its account; the policy names the
-		// same repository with ${aws:PrincipalAccount} in its place.
-		arn := aws.ToString(repo.Repository.RepositoryArn)
-		account := strings.Split(arn, ":")[4]
-		policy := strings.ReplaceAll(built.EndpointPolicies()["ecr.dkr"], ecs.PrincipalAccount, account)
-		if !strings.Contains(policy, `"`+arn+`"`) {
-			t.Errorf("policy %s does not name %s", policy, arn)
+	t.Run("execution role", func(t *testing.T) {
+		got, err := iamc.GetRole(ctx, &iam.GetRoleInput{RoleName: plan.IAM.CreateRole.RoleName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "role ARN", aws.ToString(got.Role.Arn), aws.ToString(plan.ECS.RegisterTaskDefinition.ExecutionRoleArn))
+		equal(t, "role ARN from CreateRole", aws.ToString(role.Role.Arn), aws.ToString(got.Role.Arn))
+		var gotTrust, wantTrust any
+		_ = json.Unmarshal([]byte(unescape(t, aws.ToString(got.Role.AssumeRolePolicyDocument))), &gotTrust)
+		_ = json.Unmarshal([]byte(aws.ToString(plan.IAM.CreateRole.AssumeRolePolicyDocument)), &wantTrust)
+		equal(t, "trust policy", gotTrust, wantTrust)
+		pol, err := iamc.GetRolePolicy(ctx, &iam.GetRolePolicyInput{RoleName: plan.IAM.CreateRole.RoleName, PolicyName: plan.IAM.PutRolePolicy.PolicyName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotPolicy, wantPolicy any
+		_ = json.Unmarshal([]byte(unescape(t, aws.ToString(pol.PolicyDocument))), &gotPolicy)
+		_ = json.Unmarshal([]byte(aws.ToString(plan.IAM.PutRolePolicy.PolicyDocument)), &wantPolicy)
+		equal(t, "role policy", gotPolicy, wantPolicy)
+	})
+	t.Run("bucket", func(t *testing.T) {
+		loc, err := s3c.GetBucketLocation(ctx, &s3.GetBucketLocationInput{Bucket: aws.String(plan.S3.Bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "bucket region", string(loc.LocationConstraint), region)
+		pab, err := s3c.GetPublicAccessBlock(ctx, &s3.GetPublicAccessBlockInput{Bucket: aws.String(plan.S3.Bucket)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		equal(t, "public access block", *pab.PublicAccessBlockConfiguration, *plan.S3.PutPublicAccessBlock.PublicAccessBlockConfiguration)
+	})
+	t.Run("the pinned policies name what moto created", func(t *testing.T) {
+		// Literal ARNs, as moto assigned them: the repository, the log group,
+		// the role every ECR and Logs statement admits, the bucket's owner.
+		repoARN := aws.ToString(repo.Repository.RepositoryArn)
+		lgs, err := logsc.DescribeLogGroups(ctx, &cloudwatchlogs.DescribeLogGroupsInput{LogGroupNamePrefix: plan.Logs.CreateLogGroup.LogGroupName})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logGroupARN := strings.TrimSuffix(aws.ToString(lgs.LogGroups[0].Arn), ":*")
+		roleARN := aws.ToString(role.Role.Arn)
+		policies := built.EndpointPolicies()
+		for short, names := range map[string][]string{
+			"ecr.api": {`"` + repoARN + `"`, `"aws:PrincipalArn":"` + roleARN + `"`},
+			"ecr.dkr": {`"` + repoARN + `"`, `"aws:PrincipalArn":"` + roleARN + `"`},
+			"logs":    {`"` + logGroupARN + `"`, `"` + logGroupARN + `:*"`, `"aws:PrincipalArn":"` + roleARN + `"`},
+			"s3":      {`"arn:aws:s3:::` + plan.S3.Bucket + `/*"`, `"s3:ResourceAccount":"` + strings.Split(roleARN, ":")[4] + `"`},
+		} {
+			for _, n := range names {
+				if !strings.Contains(policies[short], n) {
+					t.Errorf("%s policy does not name %s: %s", short, n, policies[short])
+				}
+			}
+			if strings.Contains(policies[short], "${") {
+				t.Errorf("%s policy holds a policy variable: %s", short, policies[short])
+			}
 		}
 	})
 	t.Run("the predicate holds over moto's identifiers", func(t *testing.T) {
@@ -599,6 +683,20 @@ func TestPlanAppliesToMotoAndReadsBackEqual(t *testing.T) {
 		last := sdk.Rules[len(sdk.Rules)-1]
 		equal(t, "last rule", []string{string(last.Action), sdk.Domains[aws.ToString(last.FirewallDomainListId)][0]}, []string{"BLOCK", "*"})
 	})
+}
+
+// unescape reads a policy document as IAM returns it (URL-encoded, per the
+// IAM API) or as moto may return it (plain JSON).
+func unescape(t *testing.T, doc string) string {
+	t.Helper()
+	if strings.HasPrefix(strings.TrimSpace(doc), "{") {
+		return doc
+	}
+	out, err := url.QueryUnescape(doc)
+	if err != nil {
+		t.Fatalf("policy document %q: %v", doc, err)
+	}
+	return out
 }
 
 func sorted(ss []string) []string {

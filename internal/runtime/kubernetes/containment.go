@@ -14,8 +14,8 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 )
 
-// AnnotationContainmentObjects, on the namespace, records what the
-// containment probe ran under: a hash per NetworkPolicy, of the gateway's
+// AnnotationContainmentObjects is the namespace annotation that records what
+// the containment probe ran under: a hash per NetworkPolicy, of the gateway's
 // ConfigMap and of its Deployment, as the API server returned them when they
 // were written. Read compares the objects it lists with it, so that a policy
 // deleted, added or changed by hand, or a widened egress catalogue, is drift

@@ -39,12 +39,14 @@ type creation struct {
 	nsCreated   bool   // the namespace is ours to remove
 	nsUID       types.UID
 	nsRV        string
+	made        []string     // what exists because of this create, for the refusal after a rollback
 	objects     objectHashes // what the probe runs under, as the API server returned it
 }
 
 // Create brings the environment up (see the package documentation for the
 // order). On any failure it removes the namespace it created, waits until it
-// is gone, and refuses with "Nothing was created."
+// is gone, and refuses saying what was created and removed again (or
+// "Nothing was created." when nothing was).
 func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.State, error) {
 	cfg, err := r.check(env)
 	if err != nil {
@@ -59,7 +61,7 @@ func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.
 	_, _ = rand.Read(id)
 	cr := &creation{
 		r: r, c: c, kctx: kctx, createID: hex.EncodeToString(id), objects: objectHashes{},
-		b: &builder{opts: r.opts, env: env, namespace: NamespaceFor(env.Manifest.Name, env.Name)},
+		b: &builder{opts: r.opts, env: env, namespace: NamespaceFor(runtime.KeyOf(env))},
 	}
 	st, err := cr.run(ctx)
 	if err != nil {
@@ -92,20 +94,25 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	if err := cr.createNamespace(ctx); err != nil {
 		return runtime.State{}, err
 	}
-	for _, np := range b.networkPolicies() {
+	cr.made = append(cr.made, fmt.Sprintf("namespace %s on context %s", ns, cr.kctx))
+	nps := b.networkPolicies()
+	for i, np := range nps {
 		cr.step = "creating NetworkPolicy " + np.Name
 		got, err := c.NetworkingV1().NetworkPolicies(ns).Create(ctx, np, metav1.CreateOptions{})
 		if err != nil {
+			cr.made = append(cr.made, fmt.Sprintf("%d of its %d NetworkPolicies", i, len(nps)))
 			return runtime.State{}, err
 		}
 		cr.objects.addPolicy(got)
 	}
+	cr.made = append(cr.made, fmt.Sprintf("its %d NetworkPolicies", len(nps)))
 
 	cr.step = "creating Service " + GatewayName
 	gwSvc, err := c.CoreV1().Services(ns).Create(ctx, b.gatewayService(), metav1.CreateOptions{})
 	if err != nil {
 		return runtime.State{}, err
 	}
+	cr.made = append(cr.made, "Service "+GatewayName)
 	b.gatewayIP = gwSvc.Spec.ClusterIP
 	t.gatewayIP = b.gatewayIP
 	egressCfg := b.egressConfig(t.clusterDNS)
@@ -115,12 +122,14 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	if err != nil {
 		return runtime.State{}, err
 	}
+	cr.made = append(cr.made, "ConfigMap "+GatewayConfigMap)
 	cr.objects.addConfigMap(cm)
 	cr.step = "creating Deployment " + GatewayName
 	gw, err := c.AppsV1().Deployments(ns).Create(ctx, b.gatewayDeployment(configHash(egressCfg)), metav1.CreateOptions{})
 	if err != nil {
 		return runtime.State{}, err
 	}
+	cr.made = append(cr.made, "Deployment "+GatewayName+" (the egress gateway)")
 	cr.objects.addGateway(gw)
 	cr.step = "waiting for the egress gateway to become available"
 	if err := waitRollout(ctx, c, ns, []*appsv1.Deployment{gw}, gw.ResourceVersion); err != nil {
@@ -150,6 +159,7 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 		if err != nil {
 			return runtime.State{}, err
 		}
+		cr.made = append(cr.made, "Deployment "+s.Name)
 		deps = append(deps, d)
 		if !s.Web {
 			continue
@@ -159,12 +169,14 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 		if err != nil {
 			return runtime.State{}, err
 		}
+		cr.made = append(cr.made, "Service "+s.Name)
 		svcs = append(svcs, *sv)
 		cr.step = "creating Ingress " + s.Name
 		ing, err := c.NetworkingV1().Ingresses(ns).Create(ctx, b.ingress(s), metav1.CreateOptions{})
 		if err != nil {
 			return runtime.State{}, err
 		}
+		cr.made = append(cr.made, "Ingress "+s.Name)
 		ings = append(ings, *ing)
 	}
 	if b.env.WaitForRollout && len(deps) > 0 {
@@ -178,7 +190,7 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	for _, d := range deps {
 		all = append(all, *d)
 	}
-	return cr.r.assemble(runtime.Ref{ID: cr.kctx + "/" + ns}, nsObj, all, svcs, ings, nil), nil
+	return cr.r.assemble(runtime.Ref{ID: runtime.KeyOf(b.env).KubernetesID(cr.kctx)}, nsObj, all, svcs, ings, nil), nil
 }
 
 // clusterResolverIP is the ClusterIP of the cluster resolver's Service, or
@@ -231,6 +243,20 @@ func (cr *creation) tenantTargets(ctx context.Context) ([]string, error) {
 
 func (cr *creation) createNamespace(ctx context.Context) error {
 	c, ns := cr.c, cr.b.namespace
+	k := runtime.KeyOf(cr.b.env)
+	if legacy := legacyNamespace(k); legacy != ns {
+		// An environment of this pair made by an earlier release, under the
+		// old name: it exists, so this create must not make a second one.
+		cr.step = "looking for this environment under its earlier name " + legacy
+		old, err := c.CoreV1().Namespaces().Get(ctx, legacy, metav1.GetOptions{})
+		switch {
+		case err == nil && ours(old) && keyOf(old) == k:
+			return refusal.New(AlreadyExists, "Environment %s already exists on context %s, in namespace %s (the name earlier releases gave it)", k, cr.kctx, legacy).
+				WithDetail("The existing namespace was left as it is.").OnAttribute("name")
+		case err != nil && !apierrors.IsNotFound(err):
+			return err
+		}
+	}
 	for retried := false; ; retried = true {
 		cr.step = "creating Namespace " + ns
 		cr.nsAttempted = true
@@ -257,11 +283,10 @@ func (cr *creation) createNamespace(ctx context.Context) error {
 			}
 			continue
 		}
-		what := "an environment of this name already exists there"
-		if !ours(old) {
-			what = "it was not created by Antifailure"
+		if err := checkOwner(old, cr.kctx, k); err != nil {
+			return err
 		}
-		return refusal.New(AlreadyExists, "Namespace %s already exists on context %s: %s", ns, cr.kctx, what).
+		return refusal.New(AlreadyExists, "Namespace %s already exists on context %s: environment %s already exists there", ns, cr.kctx, k).
 			WithDetail("The existing namespace was left as it is.").OnAttribute("name")
 	}
 }
@@ -295,6 +320,7 @@ func (cr *creation) runProbe(ctx context.Context, t probeTargets) (probe.Result,
 	if err != nil {
 		return probe.Result{}, err
 	}
+	cr.made = append(cr.made, "the containment probe Pod "+ProbePodName)
 	cr.step = "waiting for the containment probe's result"
 	pctx, cancel := context.WithTimeout(ctx, o.ProbeTimeout)
 	defer cancel()
@@ -403,6 +429,7 @@ func (cr *creation) abort(ctx context.Context, err error) error {
 		switch {
 		case gerr == nil && got.Annotations[AnnotationCreateID] == cr.createID:
 			cr.nsCreated, cr.nsUID, cr.nsRV = true, got.UID, got.ResourceVersion
+			cr.made = append(cr.made, fmt.Sprintf("namespace %s on context %s (its create request got no answer, but it was made)", ns, cr.kctx))
 		case gerr == nil || apierrors.IsNotFound(gerr):
 		default:
 			ref.Created = fmt.Sprintf("Namespace %s on context %s may have been created (its create request got no answer and it cannot be read: %v); if it exists, delete it with: kubectl --context %s delete namespace %s.", ns, cr.kctx, gerr, cr.kctx, ns)
@@ -412,7 +439,9 @@ func (cr *creation) abort(ctx context.Context, err error) error {
 	if !cr.nsCreated {
 		return ref
 	}
-	if rerr := removeNamespace(cctx, cr.c, ns, cr.nsUID, cr.nsRV); rerr != nil {
+	if rerr := removeNamespace(cctx, cr.c, ns, cr.nsUID, cr.nsRV); rerr == nil {
+		ref.Created = refusal.RolledBack(cr.made)
+	} else {
 		ref.Created = fmt.Sprintf("Removing what was created failed (%v): namespace %s on context %s may still exist; delete it with: kubectl --context %s delete namespace %s.", rerr, ns, cr.kctx, cr.kctx, ns)
 	}
 	return ref

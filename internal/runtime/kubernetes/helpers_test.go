@@ -140,7 +140,7 @@ func environment(t testing.TB, yaml, name string) runtime.Environment {
 	if err != nil {
 		t.Fatalf("placement: %v", err)
 	}
-	return runtime.Environment{Name: name, Manifest: m, Placement: d, WaitForRollout: true}
+	return runtime.Environment{Name: name, Manifest: m, Source: yaml, Placement: d, WaitForRollout: true}
 }
 
 // counter counts the runtime's requests and keeps them in order.
@@ -184,17 +184,28 @@ type failer struct {
 	after bool
 	n     atomic.Int64
 	what  atomic.Value // string: the request that failed
+	// nsCreated: the server created the environment's namespace (whether
+	// or not its answer got through).
+	nsCreated atomic.Bool
 }
 
 func (f *failer) wrap(rt http.RoundTripper) http.RoundTripper {
 	return rtFunc(func(r *http.Request) (*http.Response, error) {
+		nsCreate := r.Method == http.MethodPost && r.URL.Path == "/api/v1/namespaces"
 		if f.n.Add(1) != f.at {
-			return rt.RoundTrip(r)
+			resp, err := rt.RoundTrip(r)
+			if nsCreate && err == nil && resp.StatusCode == http.StatusCreated {
+				f.nsCreated.Store(true)
+			}
+			return resp, err
 		}
 		f.what.Store(r.Method + " " + r.URL.String())
 		if f.after {
 			resp, err := rt.RoundTrip(r)
 			if err == nil {
+				if nsCreate && resp.StatusCode == http.StatusCreated {
+					f.nsCreated.Store(true)
+				}
 				resp.Body.Close()
 			}
 		}

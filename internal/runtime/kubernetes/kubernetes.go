@@ -6,7 +6,8 @@
 //
 // Order of creation, and why:
 //
-//  1. the namespace af-<app>-<env>, labelled as ours;
+//  1. the namespace (NamespaceFor: af-<app>-<env>, hashed where that name
+//     could belong to another pair), labelled as ours and with app and env;
 //  2. the NetworkPolicies: default deny in both directions; services may reach
 //     only the egress gateway's proxy and DNS ports; the gateway may reach the
 //     outside except private, shared, link-local and the cluster's ranges; web
@@ -24,11 +25,14 @@
 //     then the rollout is awaited.
 //
 // Any failing step removes the namespace (and so everything in it) and waits
-// until it is gone before answering "Nothing was created."
+// until it is gone before refusing; the refusal names what was created and
+// removed again.
 //
-// Cost: a refresh is four requests whatever the number of services (GET the
-// namespace, LIST Deployments, Services and Ingresses by label); a delete is
-// three (GET, DELETE with a UID precondition, one WATCH until gone).
+// Cost: a refresh is six requests whatever the number of services (GET the
+// namespace, LIST Deployments, Services, Ingresses, ConfigMaps and
+// NetworkPolicies); a delete is six (GET, three DELETE collections so that no
+// controller churns while the namespace terminates, DELETE with a UID
+// precondition, one WATCH until gone).
 package kubernetes
 
 import (
@@ -74,13 +78,13 @@ var (
 		"Check that the cluster can schedule pods in the namespace and pull the probe image, then apply again.")
 	AlreadyExists = refusal.Register("AF-K8S-007",
 		"The environment's namespace already exists.",
-		"Import the environment (terraform import with <kubeconfig_context>/<namespace>) or choose another environment name.")
+		"Import the environment (terraform import with <kubeconfig_context>/<app>/<env>) or choose another environment name.")
 	NotOurs = refusal.Register("AF-K8S-008",
 		"The namespace is not an Antifailure preview environment (it lacks the runtime's labels).",
-		"Name a namespace the Kubernetes runtime created (af-<app>-<env>).")
+		"Name an environment the Kubernetes runtime created (<kubeconfig_context>/<app>/<env>).")
 	BadImportID = refusal.Register("AF-K8S-009",
-		"The import ID is not <kubeconfig_context>/<namespace>.",
-		"Import with an ID such as eu-prod/af-shop-pr-42.")
+		"The import ID is not <kubeconfig_context>/<app>/<env>.",
+		"Import with an ID such as eu-prod/shop/pr-42: the kubeconfig context, the manifest's name and the environment's name.")
 	// GatewayImageUnset: a release build defaults the gateway image to its
 	// own version's tag; a development build has none to default to, and
 	// the runtime never guesses one (a :latest would run another version).
@@ -473,29 +477,21 @@ func (r *Runtime) client(name string) (k8s.Interface, error) {
 	return c, nil
 }
 
-// NamespaceFor is the namespace an environment lives in: af-<app>-<env>.
-func NamespaceFor(app, env string) string { return "af-" + app + "-" + env }
-
 // HostFor is a web service's Ingress host: <service>-<env>.<domain>.
 func HostFor(service, env, domain string) string { return service + "-" + env + "." + domain }
 
-// RefFor is the environment's ID: <kubeconfig_context>/<namespace>.
-func (r *Runtime) RefFor(env runtime.Environment) runtime.Ref {
+// Planned is the environment's ID (<kubeconfig_context>/<app>/<env>), its
+// namespace and its URLs, all known before it is created.
+func (r *Runtime) Planned(env runtime.Environment) runtime.State {
 	cfg, _, _ := r.loadKubeconfig()
-	return runtime.Ref{ID: contextFor(env, cfg) + "/" + NamespaceFor(env.Manifest.Name, env.Name)}
-}
-
-// ParseRef splits an ID (or import ID) into context and namespace.
-func ParseRef(ref runtime.Ref) (kubeContext, namespace string, err error) {
-	i := strings.LastIndexByte(ref.ID, '/')
-	if i <= 0 || i == len(ref.ID)-1 {
-		return "", "", refusal.New(BadImportID, "%q is not <kubeconfig_context>/<namespace>", ref.ID).OnAttribute("id")
+	k := runtime.KeyOf(env)
+	st := runtime.State{Ref: runtime.Ref{ID: k.KubernetesID(contextFor(env, cfg))}, Namespace: NamespaceFor(k), URLs: map[string]string{}}
+	for _, s := range env.Manifest.Services {
+		if s.Web {
+			st.URLs[s.Name] = r.opts.URLScheme + "://" + HostFor(s.Name, env.Name, env.Placement.Domain)
+		}
 	}
-	kubeContext, namespace = ref.ID[:i], ref.ID[i+1:]
-	if !isDNSLabel(namespace) {
-		return "", "", refusal.New(BadImportID, "%q in %q is not a namespace name", namespace, ref.ID).OnAttribute("id")
-	}
-	return kubeContext, namespace, nil
+	return st
 }
 
 // Check refuses, without any cluster call, what can be told from the
@@ -511,11 +507,6 @@ func (r *Runtime) Check(env runtime.Environment) error {
 func (r *Runtime) check(env runtime.Environment) (*clientcmdapi.Config, error) {
 	m := env.Manifest
 	var errs refusal.List
-	if ns := NamespaceFor(m.Name, env.Name); len(ns) > 63 {
-		errs = append(errs, refusal.New(BadName, "The namespace name %s is %d characters; Kubernetes allows 63", ns, len(ns)).
-			WithNext("Shorten the application name (%d characters) or the environment name (%d characters) so that together they stay within 59.", len(m.Name), len(env.Name)).
-			OnAttribute("name"))
-	}
 	for _, s := range m.Services {
 		if strings.HasPrefix(s.Name, reservedPrefix) {
 			errs = append(errs, refusal.New(BadName, "Service name %q starts with %q, which the kubernetes runtime reserves for its own objects", s.Name, reservedPrefix).

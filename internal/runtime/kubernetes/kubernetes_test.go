@@ -105,8 +105,11 @@ func TestCheck_NoKubeconfig(t *testing.T) {
 func TestCheck_Names(t *testing.T) {
 	r := newRuntime(t, nil, kube.Options{})
 	long := strings.Repeat("x", 60)
-	if err := r.Check(environment(t, shopManifest(2), long)); code(err) != kube.BadName {
-		t.Errorf("a 66-character namespace: %v", err)
+	// af-shop-<60 x> would be 68 characters: the namespace is shortened and
+	// hashed (NamespaceFor), but the web service's host label web-<env>
+	// cannot be, and is refused.
+	if err := r.Check(environment(t, shopManifest(2), long)); code(err) != kube.BadName || !strings.Contains(err.Error(), "host label") || strings.Contains(err.Error(), "namespace") {
+		t.Errorf("a 64-character host label: %v", err)
 	}
 	y := strings.Replace(shopManifest(2), "  worker:", "  af-worker:", 1)
 	if err := r.Check(environment(t, y, "pr-1")); code(err) != kube.BadName {
@@ -129,8 +132,8 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 	ns := "af-shop-two"
 	eu, us := te.Client(t, testenv.EU), te.Client(t, testenv.US)
 
-	if got := r.RefFor(env).ID; got != "eu-prod/"+ns {
-		t.Fatalf("RefFor = %q", got)
+	if got := r.Planned(env); got.Ref.ID != "eu-prod/shop/two" || got.Namespace != ns || got.URLs["web"] != "http://web-two.eu.preview.example.com" {
+		t.Fatalf("Planned = %+v", got)
 	}
 	start := time.Now()
 	st, err := r.Create(ctx, env)
@@ -144,7 +147,7 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 	}
 
 	// The returned state.
-	if st.Ref.ID != "eu-prod/"+ns || st.Namespace != ns {
+	if st.Ref.ID != "eu-prod/shop/two" || st.Namespace != ns {
 		t.Errorf("state ref %q namespace %q", st.Ref.ID, st.Namespace)
 	}
 	if got := st.URLs["web"]; got != "http://web-two.eu.preview.example.com" {
@@ -289,7 +292,7 @@ func TestCreate_KubeletStandIn_TwoClusters_PlacedOnly(t *testing.T) {
 	}
 	delReqs := cnt.reset()
 	t.Logf("delete: %d requests in %s: %v", len(delReqs), time.Since(start).Round(time.Millisecond), delReqs)
-	if len(delReqs) > 10 || count(delReqs, "DELETE ") != 1 {
+	if len(delReqs) > 10 || count(delReqs, "DELETE ") != 4 {
 		t.Errorf("delete took %d requests", len(delReqs))
 	}
 	if left := leftovers(t, eu, ns); len(left) != 0 {
@@ -332,7 +335,7 @@ func TestCreate_KubeletStandIn_ProbeVerdicts(t *testing.T) {
 				t.Fatalf("Create = %v, want %s", err, tc.code)
 			}
 			msg := err.Error()
-			for _, want := range append(tc.says, "No application process or image was started.", "Nothing was created.") {
+			for _, want := range append(tc.says, "No application process or image was started.", "Created and removed again: namespace af-shop-"+name+" on context eu-prod", "Nothing is left.") {
 				if !strings.Contains(msg, want) {
 					t.Errorf("refusal lacks %q:\n%s", want, msg)
 				}
@@ -450,7 +453,7 @@ func TestCreate_KubeletStandIn_Tenants(t *testing.T) {
 		}
 		msg := err.Error()
 		t.Logf("the refusal:\n%s", msg)
-		for _, want := range []string{"1 of 17 attempts escaped", "No application process or image was started.", "Nothing was created."} {
+		for _, want := range []string{"1 of 17 attempts escaped", "No application process or image was started.", "Created and removed again: namespace ", "Nothing is left."} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("refusal lacks %q", want)
 			}
@@ -622,7 +625,8 @@ func bindViewer(t *testing.T, admin k8s.Interface) k8s.Interface {
 // TestCreate_KubeletStandIn_FailureAtEveryRequest injects a failure at each
 // request of a create in turn — once before the request is sent, once after
 // the server answered (the answer lost) — and lists the cluster after each:
-// nothing may be left, and the refusal says "Nothing was created."
+// nothing may be left, and the refusal says what was created and removed
+// again ("Nothing was created." only while the namespace was not created).
 func TestCreate_KubeletStandIn_FailureAtEveryRequest(t *testing.T) {
 	eu := te.Client(t, testenv.EU)
 	var cnt counter
@@ -665,8 +669,13 @@ func TestCreate_KubeletStandIn_FailureAtEveryRequest(t *testing.T) {
 					t.Errorf("%s request %d (%s): Create succeeded", mode, at, what)
 					return
 				}
-				if !strings.HasSuffix(strings.TrimSpace(err.Error()), "Nothing was created.") {
-					t.Errorf("%s request %d (%s): refusal does not end with Nothing was created.:\n%s", mode, at, what, err)
+				msg := strings.TrimSpace(err.Error())
+				if strings.HasSuffix(msg, "Nothing was created.") == strings.HasSuffix(msg, "Nothing is left.") ||
+					strings.HasSuffix(msg, "Nothing is left.") && !strings.Contains(msg, "Created and removed again: namespace af-shop-"+name) {
+					t.Errorf("%s request %d (%s): refusal does not end with what was created and removed, or Nothing was created.:\n%s", mode, at, what, err)
+				}
+				if nsMade := f.nsCreated.Load(); nsMade != strings.HasSuffix(msg, "Nothing is left.") {
+					t.Errorf("%s request %d (%s): the namespace was created: %v, but the refusal says:\n%s", mode, at, what, nsMade, err)
 				}
 				if left := leftovers(t, eu, "af-shop-"+name); len(left) != 0 {
 					t.Errorf("%s request %d (%s): left %v", mode, at, what, left)
@@ -700,7 +709,7 @@ func TestCreate_KubeletStandIn_RolloutFails(t *testing.T) {
 	r := newRuntime(t, nil, kube.Options{ProgressDeadline: 2 * time.Second})
 	start := time.Now()
 	_, err := r.Create(context.Background(), env)
-	if code(err) != kube.RolloutFailed || !strings.Contains(err.Error(), "exceeded its progress deadline") || !strings.Contains(err.Error(), "Nothing was created.") {
+	if code(err) != kube.RolloutFailed || !strings.Contains(err.Error(), "exceeded its progress deadline") || !strings.Contains(err.Error(), "removed again: namespace af-shop-stuck on context eu-prod, its 5 NetworkPolicies") || !strings.Contains(err.Error(), "Deployment worker") {
 		t.Fatalf("Create = %v", err)
 	}
 	t.Logf("stopped after %s:\n%s", time.Since(start).Round(time.Millisecond), err)
@@ -712,7 +721,7 @@ func TestCreate_KubeletStandIn_RolloutFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	_, err = r.Create(ctx, env)
-	if code(err) != kube.RolloutFailed || !strings.Contains(err.Error(), "Deployment af-shop-stuck/worker: ") || !strings.Contains(err.Error(), "Nothing was created.") {
+	if code(err) != kube.RolloutFailed || !strings.Contains(err.Error(), "Deployment af-shop-stuck/worker: ") || !strings.Contains(err.Error(), "Nothing is left.") {
 		t.Fatalf("Create with a short timeout = %v", err)
 	}
 	if left := leftovers(t, eu, "af-shop-stuck"); len(left) != 0 {
@@ -807,30 +816,23 @@ func TestRead_KubeletStandIn_Drift(t *testing.T) {
 	}
 }
 
-// TestImportAndOwnership: the import ID names context and namespace; a
+// TestImportAndOwnership: the import ID names context, app and env; a
 // namespace the runtime did not create is refused for read and delete and
 // left alone; an existing namespace stops a create without being touched.
 func TestImportAndOwnership(t *testing.T) {
 	ctx := context.Background()
 	eu := te.Client(t, testenv.EU)
 	r := newRuntime(t, nil, kube.Options{})
-	if _, err := r.Read(ctx, runtime.Ref{ID: "af-shop-x"}); code(err) != kube.BadImportID {
-		t.Errorf("bad import ID: %v", err)
+	for _, bad := range []string{"af-shop-x", "eu-prod/af-shop-x"} {
+		if _, err := r.Read(ctx, runtime.Ref{ID: bad}); code(err) != kube.BadImportID {
+			t.Errorf("bad import ID %s: %v", bad, err)
+		}
 	}
-	if _, err := r.Read(ctx, runtime.Ref{ID: "ap-prod/af-shop-x"}); code(err) != kube.ContextMissing {
+	if _, err := r.Read(ctx, runtime.Ref{ID: "ap-prod/shop/x"}); code(err) != kube.ContextMissing {
 		t.Errorf("unknown context: %v", err)
 	}
-	if _, err := r.Read(ctx, runtime.Ref{ID: "eu-prod/af-shop-nothing"}); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := r.Read(ctx, runtime.Ref{ID: "eu-prod/shop/nothing"}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("absent namespace: %v", err)
-	}
-	if _, err := r.Read(ctx, runtime.Ref{ID: "eu-prod/default"}); code(err) != kube.NotOurs {
-		t.Errorf("default namespace: %v", err)
-	}
-	if err := r.Delete(ctx, runtime.Ref{ID: "eu-prod/kube-system"}); code(err) != kube.NotOurs {
-		t.Errorf("Delete of kube-system = %v, want %s", err, kube.NotOurs)
-	}
-	if _, err := eu.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{}); err != nil {
-		t.Fatalf("kube-system: %v", err)
 	}
 
 	// Someone else's namespace of the same name.
@@ -840,8 +842,14 @@ func TestImportAndOwnership(t *testing.T) {
 	}
 	defer func() { _ = eu.CoreV1().Namespaces().Delete(ctx, "af-shop-taken", metav1.DeleteOptions{}) }()
 	_, err := r.Create(ctx, environment(t, shopManifest(2), "taken"))
-	if code(err) != kube.AlreadyExists || !strings.Contains(err.Error(), "not created by Antifailure") || !strings.Contains(err.Error(), "Nothing was created.") {
+	if code(err) != kube.NotOurs || !strings.Contains(err.Error(), "Nothing was created.") {
 		t.Errorf("Create over another's namespace = %v", err)
+	}
+	if _, err := r.Read(ctx, runtime.Ref{ID: "eu-prod/shop/taken"}); code(err) != kube.NotOurs {
+		t.Errorf("Read of a namespace not ours = %v, want %s", err, kube.NotOurs)
+	}
+	if err := r.Delete(ctx, runtime.Ref{ID: "eu-prod/shop/taken"}); code(err) != kube.NotOurs {
+		t.Errorf("Delete of a namespace not ours = %v, want %s", err, kube.NotOurs)
 	}
 	got, err := eu.CoreV1().Namespaces().Get(ctx, "af-shop-taken", metav1.GetOptions{})
 	if err != nil || got.DeletionTimestamp != nil || got.Labels["team"] != "other" {
@@ -854,18 +862,104 @@ func TestImportAndOwnership(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := newRuntime(t, nil, kube.Options{})
-	imported, err := fresh.Read(ctx, runtime.Ref{ID: "eu-prod/af-shop-imp"})
-	if err != nil || imported.Namespace != "af-shop-imp" || len(imported.Services) != 2 || imported.Containment.Verdict != probe.Contained {
+	imported, err := fresh.Read(ctx, runtime.Ref{ID: "eu-prod/shop/imp"})
+	if err != nil || imported.Namespace != "af-shop-imp" || len(imported.Services) != 2 || imported.Containment.Verdict != probe.Contained || imported.Source != shopManifest(2) {
 		t.Errorf("import: %v %+v", err, imported)
+	}
+	// An update records the manifest it applied, for the next import.
+	changed := shopManifest(2) + "# reviewed\n"
+	if _, err := fresh.Update(ctx, environment(t, changed, "imp"), st.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := fresh.Read(ctx, st.Ref); err != nil || got.Source != changed {
+		t.Errorf("after an update the namespace keeps %q (%v), want the updated manifest", got.Source, err)
 	}
 	if err := fresh.Delete(ctx, st.Ref); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// TestRefFor_NoTargets: a manifest without targets runs on the kubeconfig's
+// TestCollidingPairs_KubeletStandIn is issue 9's collision: app shop + env
+// col-1 and app shop-col + env 1 were one namespace (af-shop-col-1). Now
+// they coexist in two, each labelled with its pair; deleting one leaves the
+// other running. A namespace under a pair's own name that is labelled for
+// another pair is refused for create, read and delete and left alone, and
+// an environment an earlier release made under the plain name is still
+// found, only by its own pair.
+func TestCollidingPairs_KubeletStandIn(t *testing.T) {
+	ctx := context.Background()
+	eu := te.Client(t, testenv.EU)
+	r := newRuntime(t, nil, kube.Options{})
+	a := environment(t, shopManifest(1), "col-1")
+	b := environment(t, strings.Replace(shopManifest(1), "name: shop\n", "name: shop-col\n", 1), "1")
+	sa, err := r.Create(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := r.Create(ctx, b)
+	if err != nil {
+		t.Fatalf("the second pair could not be created beside the first: %v", err)
+	}
+	if sa.Ref.ID != "eu-prod/shop/col-1" || sb.Ref.ID != "eu-prod/shop-col/1" || sa.Namespace != "af-shop-col-1" || !strings.HasPrefix(sb.Namespace, "af-shop-col-1-") {
+		t.Fatalf("IDs %s %s, namespaces %s %s", sa.Ref.ID, sb.Ref.ID, sa.Namespace, sb.Namespace)
+	}
+	for i, st := range []runtime.State{sa, sb} {
+		k := []runtime.Key{{App: "shop", Env: "col-1"}, {App: "shop-col", Env: "1"}}[i]
+		ns, err := eu.CoreV1().Namespaces().Get(ctx, st.Namespace, metav1.GetOptions{})
+		if err != nil || ns.Labels[kube.LabelApp] != k.App || ns.Labels[kube.LabelEnv] != k.Env {
+			t.Errorf("namespace %s labels %v (%v), want %v", st.Namespace, ns.Labels, err, k)
+		}
+		got, err := r.Read(ctx, st.Ref)
+		if err != nil || got.Namespace != st.Namespace {
+			t.Errorf("Read(%s) = %s, %v", st.Ref.ID, got.Namespace, err)
+		}
+	}
+	if err := r.Delete(ctx, sb.Ref); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := r.Read(ctx, sa.Ref); err != nil || !got.Services["web"].Running {
+		t.Fatalf("deleting shop-col/1 touched shop/col-1: %+v %v", got, err)
+	}
+	if _, err := r.Read(ctx, sb.Ref); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("Read of the deleted pair = %v", err)
+	}
+
+	// shop-col/1 as an earlier release made it: in af-shop-col-1, which is
+	// now shop/col-1's. Its own pair still finds it (with the other gone);
+	// shop/col-1 refuses it.
+	if err := r.Delete(ctx, sa.Ref); err != nil {
+		t.Fatal(err)
+	}
+	legacy := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "af-shop-col-1", Labels: map[string]string{
+		kube.LabelManagedBy: kube.ManagedBy, kube.LabelApp: "shop-col", kube.LabelEnv: "1"}}}
+	if _, err := eu.CoreV1().Namespaces().Create(ctx, legacy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = eu.CoreV1().Namespaces().Delete(ctx, "af-shop-col-1", metav1.DeleteOptions{}) }()
+	if got, err := r.Read(ctx, sb.Ref); err != nil || got.Namespace != "af-shop-col-1" {
+		t.Errorf("the earlier release's namespace of shop-col/1: %+v %v", got, err)
+	}
+	if _, err := r.Create(ctx, b); code(err) != kube.AlreadyExists {
+		t.Errorf("Create beside the earlier release's namespace of the same pair = %v, want %s", err, kube.AlreadyExists)
+	}
+	if _, err := r.Read(ctx, sa.Ref); code(err) != kube.OtherPair {
+		t.Errorf("Read of shop/col-1 over shop-col/1's namespace = %v, want %s", err, kube.OtherPair)
+	}
+	if err := r.Delete(ctx, sa.Ref); code(err) != kube.OtherPair {
+		t.Errorf("Delete of shop/col-1 over shop-col/1's namespace = %v, want %s", err, kube.OtherPair)
+	}
+	if _, err := r.Create(ctx, a); code(err) != kube.OtherPair || !strings.Contains(err.Error(), "Nothing was created.") {
+		t.Errorf("Create of shop/col-1 over shop-col/1's namespace = %v, want %s", err, kube.OtherPair)
+	}
+	got, err := eu.CoreV1().Namespaces().Get(ctx, "af-shop-col-1", metav1.GetOptions{})
+	if err != nil || got.DeletionTimestamp != nil || got.Labels[kube.LabelApp] != "shop-col" {
+		t.Errorf("the other pair's namespace was touched: %v %+v", err, got.ObjectMeta)
+	}
+}
+
+// TestPlanned_NoTargets: a manifest without targets runs on the kubeconfig's
 // current-context, which the ID then names for good.
-func TestRefFor_NoTargets(t *testing.T) {
+func TestPlanned_NoTargets(t *testing.T) {
 	r := newRuntime(t, nil, kube.Options{})
 	y := shopManifest(2)
 	a, b := strings.Index(y, "  requires:"), strings.Index(y, "services:")
@@ -873,8 +967,8 @@ func TestRefFor_NoTargets(t *testing.T) {
 	if err := r.Check(env); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.RefFor(env).ID; got != "eu-prod/af-shop-nt" {
-		t.Errorf("RefFor = %q, want the current-context eu-prod", got)
+	if got := r.Planned(env).Ref.ID; got != "eu-prod/shop/nt" {
+		t.Errorf("Planned ID = %q, want the current-context eu-prod", got)
 	}
 }
 

@@ -51,7 +51,7 @@ func (b *builder) namespaceObject(createID string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        b.namespace,
 		Labels:      b.labels(),
-		Annotations: map[string]string{AnnotationCreateID: createID},
+		Annotations: map[string]string{AnnotationCreateID: createID, AnnotationManifest: b.env.Source},
 	}}
 }
 

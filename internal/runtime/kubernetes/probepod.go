@@ -58,7 +58,7 @@ func pickTenants(svcs []corev1.Service, own string) []string {
 		if len(out) == maxTenantTargets {
 			break
 		}
-		// Every environment's namespace is af-<app>-<env> (NamespaceFor).
+		// Every environment's namespace starts with af- (NamespaceFor).
 		if s.Namespace == own || seen[s.Namespace] || !strings.HasPrefix(s.Namespace, "af-") ||
 			s.Name != GatewayName || s.Labels[LabelManagedBy] != ManagedBy || s.Labels[LabelRole] != RoleGateway {
 			continue

@@ -324,17 +324,54 @@ func TestSummarize(t *testing.T) {
 
 func TestParseRef(t *testing.T) {
 	for id, ok := range map[string]bool{
-		"eu-prod/af-shop-pr-1": true, "arn:aws:eks:eu-west-1:1:cluster/x/af-a-b": true,
-		"nope": false, "/af-a-b": false, "eu-prod/": false, "eu-prod/Not_A_Label": false,
+		"eu-prod/shop/pr-1": true, "arn:aws:eks:eu-west-1:1:cluster/x/a/b": true,
+		"nope": false, "eu-prod/af-shop-pr-1": false, "/a/b": false, "eu-prod/a/": false, "eu-prod/a/Not_A_Label": false,
 	} {
 		_, _, err := ParseRef(refOf(id))
 		if (err == nil) != ok {
 			t.Errorf("ParseRef(%q) err = %v, want ok=%v", id, err, ok)
 		}
 	}
-	kctx, ns, _ := ParseRef(refOf("arn:aws:eks:eu-west-1:1:cluster/x/af-a-b"))
-	if kctx != "arn:aws:eks:eu-west-1:1:cluster/x" || ns != "af-a-b" {
-		t.Errorf("context %q namespace %q", kctx, ns)
+	kctx, k, _ := ParseRef(refOf("arn:aws:eks:eu-west-1:1:cluster/x/a/b"))
+	if kctx != "arn:aws:eks:eu-west-1:1:cluster/x" || k != (runtime.Key{App: "a", Env: "b"}) {
+		t.Errorf("context %q key %v", kctx, k)
+	}
+}
+
+// TestNamespaceFor: one namespace per pair, a DNS label within 63
+// characters; the plain af-<app>-<env> only where no other pair can have it.
+func TestNamespaceFor(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	cases := map[runtime.Key]string{
+		{App: "shop", Env: "pr-1"}:  "af-shop-pr-1",
+		{App: "shop", Env: "pr-42"}: "af-shop-pr-42",
+		{App: "tfshop", Env: "1"}:   "af-tfshop-1",
+	}
+	for k, want := range cases {
+		if got := NamespaceFor(k); got != want {
+			t.Errorf("NamespaceFor(%v) = %s, want %s", k, got, want)
+		}
+	}
+	keys := []runtime.Key{
+		{App: "shop", Env: "pr-1"}, {App: "shop-pr", Env: "1"}, {App: "shop-pr-1", Env: "x"}, {App: "shop", Env: "pr-1-x"},
+		{App: long, Env: long}, {App: long, Env: long[:62] + "b"}, {App: "a", Env: long}, {App: "a-b", Env: "c"}, {App: "a", Env: "b-c"},
+		// An env that ends the way hashed names end cannot take another
+		// pair's hashed name.
+		{App: "shop", Env: "pr-1-" + NamespaceFor(runtime.Key{App: "shop-pr", Env: "1"})[len("af-shop-pr-1-"):]},
+	}
+	seen := map[string]runtime.Key{}
+	for _, k := range keys {
+		ns := NamespaceFor(k)
+		if !isDNSLabel(ns) || !strings.HasPrefix(ns, "af-") {
+			t.Errorf("NamespaceFor(%v) = %q is not a DNS label starting af-", k, ns)
+		}
+		if other, dup := seen[ns]; dup {
+			t.Errorf("%v and %v share namespace %s", k, other, ns)
+		}
+		seen[ns] = k
+	}
+	if a, b := NamespaceFor(runtime.Key{App: "shop-pr", Env: "1"}), "af-shop-pr-1"; !strings.HasPrefix(a, b+"-") || len(a) != len(b)+1+hashLen {
+		t.Errorf("shop-pr/1 = %s, want %s-<hash>", a, b)
 	}
 }
 

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
@@ -24,10 +26,10 @@ import (
 var ownedSelector = LabelManagedBy + "=" + ManagedBy
 
 // open resolves a Ref to a client and the environment's namespace, refusing a
-// namespace the runtime did not create. runtime.ErrNotFound when it is gone
-// (or being removed).
+// namespace the runtime did not create or that belongs to another pair.
+// runtime.ErrNotFound when it is gone (or being removed).
 func (r *Runtime) open(ctx context.Context, ref runtime.Ref) (k8s.Interface, *corev1.Namespace, error) {
-	kctx, ns, err := ParseRef(ref)
+	kctx, k, err := ParseRef(ref)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,17 +37,12 @@ func (r *Runtime) open(ctx context.Context, ref runtime.Ref) (k8s.Interface, *co
 	if err != nil {
 		return nil, nil, err
 	}
-	obj, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil, runtime.ErrNotFound
-	}
+	obj, err := findNamespace(ctx, c, kctx, k)
 	if err != nil {
-		return nil, nil, refusal.New(APIFailed, "Reading namespace %s on context %s failed: %v", ns, kctx, err)
+		return nil, nil, err
 	}
-	if !ours(obj) {
-		return nil, nil, refusal.New(NotOurs, "Namespace %s on context %s is not an Antifailure preview environment", ns, kctx).
-			WithDetail("It lacks the label %s=%s that the kubernetes runtime puts on the namespaces it creates; the runtime never adopts, changes or deletes another namespace.", LabelManagedBy, ManagedBy).
-			OnAttribute("id")
+	if obj == nil {
+		return nil, nil, runtime.ErrNotFound
 	}
 	return c, obj, nil
 }
@@ -102,7 +99,7 @@ func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, err
 // its Service and Ingress exist. Replicas is the Deployment's desired count,
 // so scaling by hand is drift.
 func (r *Runtime) assemble(ref runtime.Ref, ns *corev1.Namespace, deps []appsv1.Deployment, svcs []corev1.Service, ings []networkingv1.Ingress, containmentDrift []string) runtime.State {
-	st := runtime.State{Ref: ref, Namespace: ns.Name, URLs: map[string]string{}, Services: map[string]runtime.ServiceState{}}
+	st := runtime.State{Ref: ref, Namespace: ns.Name, URLs: map[string]string{}, Services: map[string]runtime.ServiceState{}, Source: ns.Annotations[AnnotationManifest]}
 	if raw := ns.Annotations[AnnotationContainment]; raw != "" {
 		var res probe.Result
 		if json.Unmarshal([]byte(raw), &res) == nil {
@@ -192,6 +189,15 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 			WithDetail("In namespace %s.", ns)
 		rf.Created = "The environment still exists, possibly partly updated; apply again."
 		return runtime.State{}, rf
+	}
+	if nsObj.Annotations[AnnotationManifest] != env.Source {
+		u.step = "recording the manifest on the namespace"
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationManifest: env.Source}}})
+		if _, err := c.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			rf := refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).WithDetail("In namespace %s.", ns)
+			rf.Created = "The environment still exists with the new configuration."
+			return runtime.State{}, rf
+		}
 	}
 	if env.WaitForRollout && len(u.changed) > 0 {
 		if err := waitRollout(ctx, c, ns, u.changed, ""); err != nil {
@@ -421,7 +427,12 @@ func (u *updater) webObjects(ctx context.Context, b *builder) error {
 }
 
 // Delete removes the namespace (only if the runtime created it) and waits
-// until it is gone: a GET, one DELETE and one WATCH.
+// until it is gone. First the Deployments and ReplicaSets go, orphaning
+// their pods, and the pods are deleted with their own grace: no controller
+// recreates a pod the namespace controller has just deleted (a terminating
+// namespace refuses it, and the controllers retry), and the namespace is
+// gone soon after the last pod (measured on the real node: destroy 11 s ->
+// 6 s). A GET, three DELETE collections, one DELETE and one WATCH.
 func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
 	c, nsObj, err := r.open(ctx, ref)
 	if errors.Is(err, runtime.ErrNotFound) {
@@ -430,12 +441,37 @@ func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
 	if err != nil {
 		return err
 	}
+	if err := stopControllers(ctx, c, nsObj.Name); err != nil {
+		// Only quicker, not needed: the namespace's deletion removes all
+		// of it anyway (a user may delete namespaces without being allowed
+		// to delete collections).
+		tflog.Warn(ctx, "deleting the environment's workloads before its namespace failed; deleting the namespace only", map[string]any{
+			"namespace": nsObj.Name, "error": err.Error(),
+		})
+	}
 	if err := removeNamespace(ctx, c, nsObj.Name, nsObj.UID, nsObj.ResourceVersion); err != nil {
-		kctx, _, _ := ParseRef(ref)
+		kctx, _, _ := runtime.ParseKubernetesID(ref.ID)
 		rf := refusal.New(APIFailed, "Deleting namespace %s on context %s did not finish: %v", nsObj.Name, kctx, err).
 			WithNext("Run terraform destroy again, or look at what holds the namespace: kubectl --context %s get namespace %s -o yaml.", kctx, nsObj.Name)
 		rf.Created = fmt.Sprintf("Namespace %s may still exist.", nsObj.Name)
 		return rf
+	}
+	return nil
+}
+
+// stopControllers deletes the namespace's Deployments and ReplicaSets
+// (orphaning their pods) and then the pods.
+func stopControllers(ctx context.Context, c k8s.Interface, ns string) error {
+	orphan := metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationOrphan)}
+	all := metav1.ListOptions{}
+	if err := c.AppsV1().Deployments(ns).DeleteCollection(ctx, orphan, all); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, orphan, all); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, all); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -25,41 +27,11 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 )
 
-// ProbeOptions chooses what the containment probe tries to reach. A nil list
-// takes its default; an empty, non-nil list means none. Tests set every list,
-// pointing the probe at TEST-NET addresses inside namespaces they create, so
-// that no test packet is ever addressed to a real public host.
-type ProbeOptions struct {
-	// Public are literal public addresses (host:port) tried over TCP.
-	Public []string
-	// Resolvers are resolver IPs tried over UDP and TCP port 53. Nil: the
-	// nameservers of ResolvConf plus well-known public resolvers.
-	Resolvers []string
-	// ResolvConf are the files resolvers are read from when Resolvers is nil.
-	ResolvConf []string
-	// HostAddrs are this host's addresses to try. Nil: every non-loopback,
-	// non-link-local address of this host.
-	HostAddrs []string
-	// HostPorts are the ports tried on each host address (default 22, 80, 443).
-	HostPorts []int
-	// Metadata are link-local metadata endpoints (host:port).
-	Metadata []string
-	// UnixSockets are host Unix sockets that would be a way out (container
-	// engines, the system bus). Nil: the well-known ones that exist here.
-	UnixSockets []string
-	// PublicName is resolved with the resolver the services get; "-" skips it.
-	PublicName string
-	// Timeout bounds each attempt (they run in parallel). Default 600ms.
-	Timeout time.Duration
-	// ControlProxy replaces the environment's own gateway address in the
-	// positive control (tests use it to make the gateway unreachable).
-	ControlProxy string
-}
-
 // Check is one attempt the probe will make.
 type Check struct {
 	Category probe.Category `json:"category"`
-	// Method: tcp, udp-dns, tcp-dns, dns-lookup, unix or http (the control).
+	// Method: tcp, udp-dns, tcp-dns, dns-lookup, http (the control), or
+	// one of the sandbox attempts (probe_sandbox.go).
 	Method string `json:"method"`
 	Target string `json:"target"`
 }
@@ -147,7 +119,7 @@ func (o ProbeOptions) Checks() []Check {
 		socks = wellKnownSockets()
 	}
 	for _, s := range socks {
-		add(probe.Host, "unix", s)
+		add(probe.Unix, "unix", s)
 	}
 	switch name := o.PublicName; name {
 	case "-":
@@ -262,18 +234,13 @@ func attempt(ctx context.Context, c Check) (probe.Outcome, string) {
 		return tcpAttempt(ctx, c.Target)
 	case "udp-dns":
 		return udpDNSAttempt(ctx, c.Target)
-	case "unix":
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "unix", c.Target)
-		if err != nil {
-			return probe.Blocked, shortErr(err)
-		}
-		conn.Close()
-		return probe.Escape, "connected"
 	case "dns-lookup":
 		return lookupAttempt(ctx, c.Target)
 	case "http":
 		return controlAttempt(ctx, c.Target)
+	}
+	if outcome, detail, ok := sandboxAttempt(ctx, c); ok {
+		return outcome, detail
 	}
 	return probe.Failed, "unknown method " + c.Method
 }

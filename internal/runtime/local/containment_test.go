@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -47,26 +49,29 @@ func testProbe(hiddenSock string) ProbeOptions {
 	}
 }
 
-// hostSocket makes a listening Unix socket on the host, in a directory the
-// namespace hides: a stand-in for docker.sock.
-func hostSocket(t testing.TB) (dir, sock string) {
-	dir = t.TempDir()
-	sock = filepath.Join(dir, "engine.sock")
+// hostSocket makes a listening Unix socket on the host that anyone may
+// connect to, in a directory anyone may enter: a stand-in for docker.sock
+// that only the private view keeps from the services.
+func hostSocket(t testing.TB) string {
+	dir, err := os.MkdirTemp("/tmp", "af-hostsock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "engine.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return dir, sock
+	go acceptAndClose(ln)
+	return sock
 }
 
 // testNamespace is a namespace with a gateway behind its share directory, as
@@ -76,7 +81,7 @@ type testNamespace struct {
 	share string
 }
 
-func startTestNamespace(t testing.TB, isolation string, withGateway bool, hide []string) *testNamespace {
+func startTestNamespace(t testing.TB, isolation string, withGateway bool, view viewConfig) *testNamespace {
 	t.Helper()
 	if goruntime.GOOS != "linux" {
 		t.Fatalf("the local runtime's containment tests need Linux namespaces; this is %s", goruntime.GOOS)
@@ -105,7 +110,7 @@ func startTestNamespace(t testing.TB, isolation string, withGateway bool, hide [
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := startNamespace(nsConfig{Exe: exe, Isolation: isolation, Share: share, Hide: hide, Log: openTestLog(t, share)})
+	h, err := startNamespace(nsConfig{Exe: exe, Isolation: isolation, Share: share, View: view, Log: openTestLog(t, share)})
 	if err != nil {
 		// Loud on purpose: a machine that cannot make namespaces cannot
 		// prove containment, and these tests exist to prove it.
@@ -155,8 +160,8 @@ func logAttempts(t testing.TB, r probe.Result) {
 // The positive test: a clean namespace is contained, every escape attempt
 // blocked, the control reached, the verdict well under 2 s.
 func TestProbeCleanNamespaceIsContained(t *testing.T) {
-	hidden, sock := hostSocket(t)
-	ns := startTestNamespace(t, "", true, []string{hidden})
+	sock := hostSocket(t)
+	ns := startTestNamespace(t, "", true, viewConfig{})
 	res, err := ns.Probe(context.Background(), probeReq(testProbe(sock), ns.ProxyPort))
 	if err != nil {
 		t.Fatal(err)
@@ -182,10 +187,11 @@ func TestProbeCleanNamespaceIsContained(t *testing.T) {
 	}
 }
 
-// A Unix socket the namespace does not hide is a way out, and the probe says so.
+// A host Unix socket the view does not keep out is a way out, and the probe
+// says so (the weakened sandbox: no private view).
 func TestProbeCatchesReachableHostSocket(t *testing.T) {
-	_, sock := hostSocket(t)
-	ns := startTestNamespace(t, "", true, nil)
+	sock := hostSocket(t)
+	ns := startTestNamespace(t, "", true, viewConfig{Weaken: WeakenView})
 	res, err := ns.Probe(context.Background(), probeReq(testProbe(sock), ns.ProxyPort))
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +289,7 @@ func escapeProbe() ProbeOptions {
 // Negative control (a), at the namespace level, with real packets.
 func TestProbeCatchesVethWayOut(t *testing.T) {
 	hook := wayOut(t)
-	ns := startTestNamespace(t, "", true, nil)
+	ns := startTestNamespace(t, "", true, viewConfig{})
 	cmd := exec.Command(hook[0], hook[1:]...)
 	cmd.Env = append(os.Environ(), "AF_NS_PID="+strconv.Itoa(ns.Pid))
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -324,7 +330,7 @@ func TestProbeCatchesVethWayOut(t *testing.T) {
 // Negative control (b): a gateway that cannot be reached fails the control,
 // even though every escape attempt is blocked.
 func TestProbeUnreachableGatewayFailsControl(t *testing.T) {
-	ns := startTestNamespace(t, "", false, nil) // nothing listens on gw.sock
+	ns := startTestNamespace(t, "", false, viewConfig{}) // nothing listens on gw.sock
 	res, err := ns.Probe(context.Background(), probeReq(testProbe(""), ns.ProxyPort))
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +347,7 @@ func TestProbeRootIsolationIsContained(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("isolation root needs root")
 	}
-	ns := startTestNamespace(t, IsolationRoot, true, nil)
+	ns := startTestNamespace(t, IsolationRoot, true, viewConfig{})
 	if ns.Isolation != IsolationRoot {
 		t.Fatalf("isolation %s", ns.Isolation)
 	}
@@ -389,7 +395,7 @@ func TestChecksDefaults(t *testing.T) {
 
 // BenchmarkProbe is one containment verdict in a ready namespace.
 func BenchmarkProbe(b *testing.B) {
-	ns := startTestNamespace(b, "", true, nil)
+	ns := startTestNamespace(b, "", true, viewConfig{})
 	req := probeReq(testProbe(""), ns.ProxyPort)
 	var last probe.Result
 	for b.Loop() {

@@ -1,8 +1,10 @@
+//go:build linux
+
 // Package local is the local runtime (runtime.provider: local): an
 // environment runs as local processes, each service's command (argv, no
 // shell), inside its own network namespace that holds only loopback.
 //
-// Layout of one environment, key "<app>-<env>":
+// Layout of one environment, ID "<app>/<env>":
 //
 //	provider (terraform) ──exec, setsid──▶ supervisor (host; outlives apply)
 //	                                         ├─ egress gateway on ns/gw.sock, ns/dns.sock
@@ -10,9 +12,11 @@
 //	                                         ├─ control.sock (Read, Update, Delete)
 //	                                         └─ namespace helper = PID 1 of new user+net+mount+PID namespaces
 //	                                              ├─ lo up; 127.0.0.1:<p> → gw.sock; 127.0.0.1:53 → dns.sock
-//	                                              ├─ /run, state directories hidden; resolv.conf → 127.0.0.1
+//	                                              ├─ pivot into a private view (sandbox.go): system dirs and
+//	                                              │  services' dirs read-only, private /tmp /dev, fresh /proc
 //	                                              ├─ containment probe (exec shim, same rules as services)
-//	                                              └─ services (exec shim: no capabilities, no_new_privs),
+//	                                              └─ services (exec shim: no capabilities, no_new_privs,
+//	                                                 Landlock; nobody when the provider is root),
 //	                                                 HTTP_PROXY/HTTPS_PROXY = the gateway
 //
 // The namespaces are rootless (a user namespace) where the kernel permits;
@@ -21,8 +25,8 @@
 // Linux, Check and Create refuse (AF-RUN-070): never an uncontained
 // environment.
 //
-// State lives in $XDG_STATE_HOME/antifailure/local/<app>-<env> (default
-// ~/.local/state/...): spec.json, state.json (URLs, pids, containment),
+// State lives in $XDG_STATE_HOME/antifailure/local/apps/<app>/<env> (default
+// ~/.local/state/...; StateDir): spec.json, state.json (URLs, pids, containment),
 // supervisor.log, helper.log, egress.log, captures.jsonl, logs/<service>.log.
 // Delete stops everything and removes the directory; nothing is left.
 //
@@ -55,43 +59,15 @@ import (
 // Codes the local runtime refuses with.
 var (
 	NoNamespace     = refusal.Register("AF-RUN-070", "The local runtime cannot make a network namespace on this machine, so it cannot contain an environment.", "Run on Linux with user namespaces enabled (user.max_user_namespaces above 0; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0), or run Terraform as root. Antifailure never starts an uncontained environment.")
-	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell); a relative path is relative to the directory Terraform runs in.")
+	CommandNotFound = refusal.Register("AF-RUN-071", "A service's command cannot be found or is not executable.", "Fix the service's command in the manifest (argv, no shell): a relative path is relative to the service's dir, a bare name must be found in PATH within the system directories, and any other program must be inside dir.")
 	StartFailed     = refusal.Register("AF-RUN-072", "The local environment could not be started.", "Read the supervisor and helper logs in the environment's state directory, fix the cause, then apply again.")
 	NotReady        = refusal.Register("AF-RUN-073", "A service of the local environment did not become ready.", "Read the service's log named in the message; check its command, port and health path.")
-	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with the environment key) or destroy it, then apply again.")
+	AlreadyRunning  = refusal.Register("AF-RUN-074", "An environment with this name already runs on this machine.", "Import it (terraform import with its ID <app>/<env>) or destroy it, then apply again.")
 	StopFailed      = refusal.Register("AF-RUN-075", "The local environment could not be stopped completely.", "Stop the processes named in the message by hand, remove the state directory, then run the command again.")
 )
 
 // DefaultReadyTimeout bounds the wait for services to become ready.
 const DefaultReadyTimeout = 60 * time.Second
-
-// Options configure the local runtime. The zero value is the production
-// configuration.
-type Options struct {
-	// StateBase holds one directory per environment. Default DefaultStateBase().
-	StateBase string
-	// Probe chooses the containment probe's targets (tests point them at
-	// TEST-NET addresses in namespaces they create).
-	Probe ProbeOptions
-	// Isolation forces IsolationUserNS or IsolationRoot; "" picks the first
-	// that works (user namespace, then root when running as root).
-	Isolation string
-	// Executable is the binary re-executed as supervisor, helper, shim and
-	// probe; it must call MaybeRunHelper. Default os.Executable().
-	Executable string
-	// WorkDir is the services' working directory. Default: this process's.
-	WorkDir string
-	// ReadyTimeout bounds the wait for services. Default DefaultReadyTimeout.
-	ReadyTimeout time.Duration
-	// Hide are directories covered with an empty tmpfs inside the namespace,
-	// in addition to /run, /var/run, the X11 socket directory and StateBase.
-	Hide []string
-	// PrepareNamespace, if set, runs on the host after the namespace exists
-	// and before the probe, with AF_NS_PID set to its helper's pid. It is a
-	// test hook: negative-control tests give the namespace a way out with it
-	// and check that the probe catches it.
-	PrepareNamespace []string
-}
 
 // Runtime is the local runtime.
 type Runtime struct {
@@ -110,16 +86,6 @@ func New(opts Options) *Runtime {
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
-
-// Key is the environment key, "<app>-<env>": the state directory's name and
-// the resource ID.
-func Key(env runtime.Environment) string { return env.Manifest.Name + "-" + env.Name }
-
-// RefFor is Ref{ID: "<app>-<env>"}.
-func (r *Runtime) RefFor(env runtime.Environment) runtime.Ref { return runtime.Ref{ID: Key(env)} }
-
-// StateDir is where the environment with this key keeps its state.
-func (r *Runtime) StateDir(key string) string { return filepath.Join(r.opts.StateBase, key) }
 
 func (r *Runtime) exe() (string, error) {
 	if r.opts.Executable != "" {
@@ -147,9 +113,15 @@ func (r *Runtime) Check(env runtime.Environment) error {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s has no command for the local runtime", s.Name).At(s.Pos.Line, s.Pos.Column))
 			continue
 		}
-		if err := commandExists(s.Command[0], dir); err != nil {
+		if err := r.checkDir(s.Dir, dir); err != nil {
+			errs = append(errs, refusal.New(BadDir, "Service %s: dir %q %v", s.Name, s.Dir, err).At(s.Pos.Line, s.Pos.Column))
+			continue
+		}
+		spec := serviceSpec{Name: s.Name, Command: s.Command, Dir: appDir(s.Dir, dir)}
+		if err := commandVisible(spec); err != nil {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s: command %q %v", s.Name, s.Command[0], err).At(s.Pos.Line, s.Pos.Column).
-				WithDetail("Commands run without a shell, from %s, with PATH=%s.", dir, os.Getenv("PATH")))
+				WithDetail("Commands run without a shell, inside the service's private view: the system directories (%s) and its dir at %s/%s; a relative command is relative to dir. PATH=%s.",
+					strings.Join(systemDirs, " "), appRoot, s.Name, os.Getenv("PATH")))
 		}
 	}
 	if len(errs) > 0 {
@@ -163,27 +135,6 @@ func (r *Runtime) workDir() (string, error) {
 		return filepath.Abs(r.opts.WorkDir)
 	}
 	return os.Getwd()
-}
-
-func commandExists(cmd, dir string) error {
-	path := cmd
-	if !strings.Contains(cmd, "/") {
-		p, err := exec.LookPath(cmd)
-		if err != nil {
-			return errors.New("is not found in PATH")
-		}
-		path = p
-	} else if !filepath.IsAbs(cmd) {
-		path = filepath.Join(dir, cmd)
-	}
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return fmt.Errorf("does not exist (%s)", path)
-	case fi.IsDir() || fi.Mode()&0o111 == 0:
-		return fmt.Errorf("is not executable (%s)", path)
-	}
-	return nil
 }
 
 // canIsolate makes (once per process) a throwaway namespace the way Create
@@ -207,7 +158,7 @@ func (r *Runtime) canIsolate() error {
 		for _, m := range isolationModes(r.opts.Isolation) {
 			cmd := exec.Command(exe)
 			cmd.Env = append(minimalEnv(), helperEnv+"="+modeCheck)
-			cmd.SysProcAttr = cloneAttr(m)
+			cmd.SysProcAttr = cloneAttr(m, "")
 			cmd.SysProcAttr.Pdeathsig = 0
 			err := cmd.Run()
 			if err == nil {
@@ -242,38 +193,17 @@ func (r *Runtime) spec(env runtime.Environment, routerPort int) (envSpec, error)
 		ready = DefaultReadyTimeout
 	}
 	sp := envSpec{
-		Key: Key(env), App: env.Manifest.Name, Env: env.Name, Dir: dir,
+		Key: runtime.KeyOf(env).LocalID(), App: env.Manifest.Name, Env: env.Name, Dir: dir, Manifest: env.Source,
 		BaseEnv: minimalEnv(), Egress: egress.FromManifest(env.Manifest),
 		Probe:     ProbeRequest{Checks: r.opts.Probe.Checks(), Timeout: r.opts.Probe.timeout()},
 		Isolation: r.opts.Isolation, RouterPort: routerPort, ReadyTimeout: ready,
-		Prepare: r.opts.PrepareNamespace,
-		Hide:    r.hide(),
+		Prepare: r.opts.PrepareNamespace, StateBase: r.opts.StateBase, Weaken: r.opts.WeakenForTest,
 	}
 	for _, s := range env.Manifest.Services {
-		sp.Services = append(sp.Services, serviceSpec{Name: s.Name, Command: s.Command, Port: s.Port, Web: s.Web, Env: s.Env, Health: s.Health})
+		sp.Services = append(sp.Services, serviceSpec{Name: s.Name, Command: s.Command, Port: s.Port, Web: s.Web, Env: s.Env, Health: s.Health,
+			Dir: appDir(s.Dir, dir)})
 	}
 	return sp, nil
-}
-
-// hide lists the directories the namespace covers: the usual homes of host
-// sockets (a container engine, the system bus, X11), the directory of any
-// well-known socket elsewhere (~/.docker/run), and every environment's state
-// (their supervisors' control sockets). The probe then checks the sockets.
-func (r *Runtime) hide() []string {
-	dirs := []string{"/run", "/var/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", r.opts.StateBase}
-	for _, s := range wellKnownSockets() {
-		d := filepath.Dir(s)
-		covered := false
-		for _, h := range dirs {
-			if d == h || strings.HasPrefix(d, h+"/") {
-				covered = true
-			}
-		}
-		if !covered {
-			dirs = append(dirs, d)
-		}
-	}
-	return append(dirs, r.opts.Hide...)
 }
 
 // Create brings the environment up. It refuses, and leaves nothing behind,
@@ -291,8 +221,19 @@ func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.
 }
 
 func (r *Runtime) create(ctx context.Context, sp envSpec) (runtime.State, error) {
-	dir := r.StateDir(sp.Key)
+	k := runtime.Key{App: sp.App, Env: sp.Env}
+	dir := r.StateDir(k)
+	if legacy := r.legacyStateDir(k); dir != legacy {
+		if got, ok := owner(legacy); ok && got == k {
+			return runtime.State{}, refusal.New(AlreadyRunning, "Environment %s already exists on this machine, in %s (where earlier releases kept it)", k, legacy).
+				WithDetail("It was left as it is.")
+		}
+	}
 	if _, err := os.Stat(dir); err == nil {
+		if got, ok := owner(dir); ok && got != k {
+			return runtime.State{}, refusal.New(OtherPair, "The state directory %s belongs to %s, not to %s", dir, got, k).
+				WithDetail("It was left as it is.")
+		}
 		var sup procID
 		if readJSON(filepath.Join(dir, fileSupervisor), &sup) == nil && sup.Alive() {
 			return runtime.State{}, refusal.New(AlreadyRunning, "Environment %s already runs on this machine (supervisor pid %d)", sp.Key, sup.Pid).
@@ -308,7 +249,7 @@ func (r *Runtime) create(ctx context.Context, sp envSpec) (runtime.State, error)
 	}
 	res, err := r.startSupervisor(ctx, dir, sp)
 	if err == nil && res.Refusal == nil && res.State != nil {
-		return r.toState(*res.State, nil), nil
+		return r.toState(*res.State, nil, sp.Manifest), nil
 	}
 	// Nothing may stay behind a refused start.
 	terr := r.teardown(context.Background(), dir)
@@ -418,26 +359,16 @@ func (r *Runtime) status(ctx context.Context, dir string) (*statusReply, error) 
 	return &rep, nil
 }
 
-func validKey(id string) bool {
-	if id == "" || len(id) > 127 {
-		return false
-	}
-	for _, c := range id {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
 // Read observes the environment: ErrNotFound when its state is gone; each
 // service Running only while its process runs (a killed service is drift).
 func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, error) {
-	if !validKey(ref.ID) {
-		return runtime.State{}, fmt.Errorf("%q is not a local environment key (<app>-<env>): %w", ref.ID, runtime.ErrNotFound)
+	dir, err := r.locate(ref)
+	if err != nil {
+		return runtime.State{}, err
 	}
-	dir := r.StateDir(ref.ID)
 	var st stateFile
+	var sp envSpec
+	_ = readJSON(filepath.Join(dir, fileSpec), &sp) // only the manifest text, which an earlier release did not keep
 	if err := readJSON(filepath.Join(dir, fileState), &st); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return runtime.State{}, runtime.ErrNotFound
@@ -448,16 +379,18 @@ func (r *Runtime) Read(ctx context.Context, ref runtime.Ref) (runtime.State, err
 	if err != nil {
 		// The supervisor is gone: the environment exists on disk only, and
 		// nothing in it runs. That is drift, for the next apply to repair.
-		return r.toState(st, map[string]svcStatus{}), nil
+		return r.toState(st, map[string]svcStatus{}, sp.Manifest), nil
 	}
-	return r.toState(rep.State, rep.Services), nil
+	return r.toState(rep.State, rep.Services, sp.Manifest), nil
 }
 
 // toState converts; live is nil when every service is known to run (just
-// started), else the observed status.
-func (r *Runtime) toState(st stateFile, live map[string]svcStatus) runtime.State {
+// started), else the observed status; manifestText is the manifest the
+// environment runs (spec.json).
+func (r *Runtime) toState(st stateFile, live map[string]svcStatus, manifestText string) runtime.State {
+	k := runtime.Key{App: st.App, Env: st.Env}
 	out := runtime.State{
-		Ref: runtime.Ref{ID: st.Key}, Namespace: st.Key, URLs: map[string]string{},
+		Ref: runtime.Ref{ID: k.LocalID()}, Namespace: k.LocalID(), URLs: map[string]string{}, Source: manifestText,
 		Services: map[string]runtime.ServiceState{}, Containment: st.Containment,
 	}
 	for k, v := range st.URLs {
@@ -485,7 +418,13 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 	if err := r.Check(env); err != nil {
 		return runtime.State{}, err
 	}
-	dir := r.StateDir(ref.ID)
+	dir, err := r.locate(ref)
+	if errors.Is(err, runtime.ErrNotFound) {
+		dir, err = r.StateDir(runtime.KeyOf(env)), nil
+	}
+	if err != nil {
+		return runtime.State{}, err
+	}
 	var old stateFile
 	_ = readJSON(filepath.Join(dir, fileState), &old)
 	port := 0
@@ -509,7 +448,7 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 		case res.Refusal != nil:
 			return runtime.State{}, res.Refusal
 		case res.State != nil:
-			return r.toState(*res.State, nil), nil
+			return r.toState(*res.State, nil, sp.Manifest), nil
 		}
 	}
 	// No supervisor, or no namespace: start afresh.
@@ -522,10 +461,14 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 // Delete stops everything and removes the state directory. It returns only
 // when no process of the environment runs and its network namespace is gone.
 func (r *Runtime) Delete(ctx context.Context, ref runtime.Ref) error {
-	if !validKey(ref.ID) {
-		return fmt.Errorf("%q is not a local environment key (<app>-<env>)", ref.ID)
+	dir, err := r.locate(ref)
+	if errors.Is(err, runtime.ErrNotFound) {
+		return nil
 	}
-	return r.teardown(ctx, r.StateDir(ref.ID))
+	if err != nil {
+		return err
+	}
+	return r.teardown(ctx, dir)
 }
 
 func (r *Runtime) teardown(ctx context.Context, dir string) error {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -37,6 +39,7 @@ runtime: {provider: local}
 services:
   web:
     command: [%q, "-test.run=^$"]
+    dir: %q
     port: 8080
     web: true
     health: /healthz
@@ -47,7 +50,7 @@ egress:
     response: {status: 200, headers: {Content-Type: application/json}, body: '{"price": 42}'}
   - host: hooks.capture.test
     mode: capture
-`, exe, greeting)))
+`, exe, filepath.Dir(exe), greeting)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +63,8 @@ func testRuntime(t testing.TB, opts Options) *Runtime {
 		opts.StateBase = filepath.Join(t.TempDir(), "state")
 	}
 	if opts.Probe.Public == nil {
-		hidden, sock := hostSocket(t)
+		sock := hostSocket(t)
 		opts.Probe = testProbe(sock)
-		opts.Hide = append(opts.Hide, hidden)
 	}
 	if opts.ReadyTimeout == 0 {
 		opts.ReadyTimeout = 20 * time.Second
@@ -104,7 +106,11 @@ type leftovers struct {
 
 func snapshot(t testing.TB, r *Runtime, key string) leftovers {
 	t.Helper()
-	l := leftovers{dir: r.StateDir(key)}
+	k, err := runtime.ParseLocalID(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := leftovers{dir: r.StateDir(k)}
 	if err := readJSON(filepath.Join(l.dir, fileSupervisor), &l.supervisor); err != nil {
 		t.Fatal(err)
 	}
@@ -147,8 +153,8 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	r := testRuntime(t, Options{})
 	ctx := context.Background()
 	e := env(testManifest(t, "hello"), "pr-1")
-	if ref := r.RefFor(e); ref.ID != "shop-pr-1" {
-		t.Fatalf("RefFor = %v", ref)
+	if p := r.Planned(e); p.Ref.ID != "shop/pr-1" || p.Namespace != "shop/pr-1" || p.URLs != nil {
+		t.Fatalf("Planned = %+v", p)
 	}
 	if err := r.Check(e); err != nil {
 		t.Fatal(err)
@@ -160,10 +166,10 @@ func TestEnvironmentLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("created in %s; containment %s in %s", time.Since(start).Round(time.Millisecond), st.Containment.Verdict, st.Containment.Duration.Round(time.Millisecond))
-	left := snapshot(t, r, "shop-pr-1")
-	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-1"}) })
+	left := snapshot(t, r, "shop/pr-1")
+	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-1"}) })
 
-	if st.Ref.ID != "shop-pr-1" || st.Namespace != "shop-pr-1" || st.Containment.Verdict != probe.Contained {
+	if st.Ref.ID != "shop/pr-1" || st.Namespace != "shop/pr-1" || st.Containment.Verdict != probe.Contained {
 		t.Fatalf("state %+v", st)
 	}
 	u := st.URLs["web"]
@@ -216,7 +222,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 
 	// Read: running; then kill the service and Read shows it.
-	got, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-1"})
+	got, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-1"})
 	if err != nil || !got.Services["web"].Running || got.URLs["web"] != u || got.Containment.Verdict != probe.Contained {
 		t.Fatalf("read: %+v %v", got, err)
 	}
@@ -229,7 +235,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		got, err = r.Read(ctx, runtime.Ref{ID: "shop-pr-1"})
+		got, err = r.Read(ctx, runtime.Ref{ID: "shop/pr-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +249,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 
 	// Update: new env, services restart, same URL.
-	st, err = r.Update(ctx, env(testManifest(t, "bonjour"), "pr-1"), runtime.Ref{ID: "shop-pr-1"})
+	st, err = r.Update(ctx, env(testManifest(t, "bonjour"), "pr-1"), runtime.Ref{ID: "shop/pr-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +259,7 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	if _, body := get(t, u+"/"); !strings.Contains(string(body), `"greeting":"bonjour"`) {
 		t.Fatalf("after update the service says %s", body)
 	}
-	if snap := snapshot(t, r, "shop-pr-1"); snap.helper != left.helper {
+	if snap := snapshot(t, r, "shop/pr-1"); snap.helper != left.helper {
 		t.Fatalf("update replaced the namespace: %+v → %+v", left.helper, snap.helper)
 	}
 
@@ -263,14 +269,14 @@ func TestEnvironmentLifecycle(t *testing.T) {
 	}
 
 	// Delete leaves nothing; Read then says not found.
-	if err := r.Delete(ctx, runtime.Ref{ID: "shop-pr-1"}); err != nil {
+	if err := r.Delete(ctx, runtime.Ref{ID: "shop/pr-1"}); err != nil {
 		t.Fatal(err)
 	}
 	left.assertGone(t)
-	if _, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-1"}); !errors.Is(err, runtime.ErrNotFound) {
+	if _, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-1"}); !errors.Is(err, runtime.ErrNotFound) {
 		t.Fatalf("read after delete: %v", err)
 	}
-	if err := r.Delete(ctx, runtime.Ref{ID: "shop-pr-1"}); err != nil {
+	if err := r.Delete(ctx, runtime.Ref{ID: "shop/pr-1"}); err != nil {
 		t.Fatalf("second delete: %v", err)
 	}
 }
@@ -293,17 +299,17 @@ func TestSupervisorGoneIsDriftAndUpdateRecreates(t *testing.T) {
 	if _, err := r.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-2"}) })
-	left := snapshot(t, r, "shop-pr-2")
+	t.Cleanup(func() { _ = r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-2"}) })
+	left := snapshot(t, r, "shop/pr-2")
 	left.supervisor.kill(0)
 	for left.helper.Alive() {
 		time.Sleep(20 * time.Millisecond) // the helper follows its supervisor
 	}
-	got, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-2"})
+	got, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-2"})
 	if err != nil || got.Services["web"].Running {
 		t.Fatalf("read with the supervisor gone: %+v %v", got, err)
 	}
-	st, err := r.Update(ctx, e, runtime.Ref{ID: "shop-pr-2"})
+	st, err := r.Update(ctx, e, runtime.Ref{ID: "shop/pr-2"})
 	if err != nil || !st.Services["web"].Running || st.Containment.Verdict != probe.Contained {
 		t.Fatalf("update: %+v %v", st, err)
 	}
@@ -334,7 +340,7 @@ func TestCreateRefusesNamespaceWithWayOut(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a service started although the probe got out")
 	}
-	if _, err := os.Stat(r.StateDir("shop-pr-3")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.StateDir(runtime.Key{App: "shop", Env: "pr-3"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state directory left: %v", err)
 	}
 	assertNoHelperProcesses(t, r.opts.StateBase)
@@ -343,15 +349,15 @@ func TestCreateRefusesNamespaceWithWayOut(t *testing.T) {
 // Negative control (b) through the whole runtime: the control cannot reach a
 // gateway, so Create refuses with AF-RUN-044 and leaves nothing.
 func TestCreateRefusesWhenControlFails(t *testing.T) {
-	hidden, sock := hostSocket(t)
+	sock := hostSocket(t)
 	p := testProbe(sock)
 	p.ControlProxy = "http://127.0.0.1:9" // nothing inside the namespace answers there
-	r := testRuntime(t, Options{Probe: p, Hide: []string{hidden}})
+	r := testRuntime(t, Options{Probe: p})
 	_, err := r.Create(context.Background(), env(testManifest(t, "x"), "pr-4"))
 	if !hasCode(err, probe.ControlFailed) {
 		t.Fatalf("create: %v", err)
 	}
-	if _, err := os.Stat(r.StateDir("shop-pr-4")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.StateDir(runtime.Key{App: "shop", Env: "pr-4"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state directory left: %v", err)
 	}
 	assertNoHelperProcesses(t, r.opts.StateBase)
@@ -380,7 +386,7 @@ func TestServiceThatDiesIsNotReady(t *testing.T) {
 	if !hasCode(err, NotReady) || !strings.Contains(err.Error(), "exited with status 3") || !strings.Contains(err.Error(), "cannot bind") {
 		t.Fatalf("create: %v", err)
 	}
-	if _, err := os.Stat(r.StateDir("shop-pr-5")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(r.StateDir(runtime.Key{App: "shop", Env: "pr-5"})); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state directory left: %v", err)
 	}
 }
@@ -410,9 +416,9 @@ func TestRootIsolationRunsServicesUnprivileged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left := snapshot(t, r, "shop-pr-7")
+	left := snapshot(t, r, "shop/pr-7")
 	defer func() {
-		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-7"}); err != nil {
+		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-7"}); err != nil {
 			t.Error(err)
 		}
 		left.assertGone(t)
@@ -448,7 +454,7 @@ func BenchmarkEnvironmentStart(b *testing.B) {
 		probeTotal += st.Containment.Duration
 		n++
 		b.StopTimer()
-		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop-bench"}); err != nil {
+		if err := r.Delete(context.Background(), runtime.Ref{ID: "shop/bench"}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -486,7 +492,10 @@ func TestRootless(t *testing.T) {
 	if err := os.Chmod(tmp, 0o777); err != nil { // not subject to the umask
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "local.test")
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "bin", "local.test")
 	src, err := os.ReadFile(exe)
 	if err != nil {
 		t.Fatal(err)
@@ -494,13 +503,13 @@ func TestRootless(t *testing.T) {
 	if err := os.WriteFile(bin, src, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^(TestEnvironmentLifecycle|TestProbeCleanNamespaceIsContained|TestCreateRefusesWhenControlFails)$", "-test.count=1", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^(TestEnvironmentLifecycle|TestProbeCleanNamespaceIsContained|TestCreateRefusesWhenControlFails|TestHostileServiceFindsNoWayOut|TestWeakenedSandboxIsRefused)$", "-test.count=1", "-test.v")
 	cmd.Dir = tmp
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + tmp, "TMPDIR=" + tmp, "AF_TEST_ROOTLESS_CHILD=1"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
 	t.Logf("as uid 65534:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS: TestEnvironmentLifecycle") {
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestEnvironmentLifecycle") || !strings.Contains(string(out), "--- PASS: TestHostileServiceFindsNoWayOut") {
 		t.Fatalf("rootless run failed: %v", err)
 	}
 }
@@ -542,7 +551,7 @@ func TestDeleteLeavesNothingBehindStubbornProcesses(t *testing.T) {
 	if _, err := r.Create(context.Background(), env(m, "pr-8")); err != nil {
 		t.Fatal(err)
 	}
-	left := snapshot(t, r, "shop-pr-8")
+	left := snapshot(t, r, "shop/pr-8")
 	var pids []int
 	for range 100 {
 		if pids = markerPids(marker); len(pids) >= 5 {
@@ -554,7 +563,7 @@ func TestDeleteLeavesNothingBehindStubbornProcesses(t *testing.T) {
 		t.Fatalf("expected web, deaf (sh+sleep) and daemon (2 sleeps) processes, found %v", pids)
 	}
 	start := time.Now()
-	if err := r.Delete(context.Background(), runtime.Ref{ID: "shop-pr-8"}); err != nil {
+	if err := r.Delete(context.Background(), runtime.Ref{ID: "shop/pr-8"}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("delete took %s", time.Since(start).Round(time.Millisecond))
@@ -574,17 +583,17 @@ func TestLongStateDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(filepath.Join(r.StateDir("shop-pr-9"), fileControl)); n <= 108 {
+	if n := len(filepath.Join(r.StateDir(runtime.Key{App: "shop", Env: "pr-9"}), fileControl)); n <= 108 {
 		t.Fatalf("the control socket path is only %d bytes", n)
 	}
-	left := snapshot(t, r, "shop-pr-9")
+	left := snapshot(t, r, "shop/pr-9")
 	if code, body := get(t, st.URLs["web"]+"/"); code != 200 || !strings.Contains(string(body), `"greeting":"far"`) {
 		t.Fatalf("GET: %d %s", code, body)
 	}
-	if got, err := r.Read(ctx, runtime.Ref{ID: "shop-pr-9"}); err != nil || !got.Services["web"].Running {
+	if got, err := r.Read(ctx, runtime.Ref{ID: "shop/pr-9"}); err != nil || !got.Services["web"].Running {
 		t.Fatalf("read: %+v %v", got, err)
 	}
-	if err := r.Delete(ctx, runtime.Ref{ID: "shop-pr-9"}); err != nil {
+	if err := r.Delete(ctx, runtime.Ref{ID: "shop/pr-9"}); err != nil {
 		t.Fatal(err)
 	}
 	left.assertGone(t)

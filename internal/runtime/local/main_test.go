@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -7,10 +9,19 @@ import (
 	"net"
 	"net/http"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
 )
+
+// The main goroutine keeps the process's first thread. Some tests enter
+// another network namespace on a locked thread they then throw away; Go
+// cannot end the first thread, so were it chosen it would stay in that
+// namespace, and /proc/<pid>/ns/net — what the supervisor's peer check reads
+// of this process — would name it: the host-side test client would then be
+// refused as a peer inside an environment, at random.
+func init() { goruntime.LockOSThread() }
 
 // TestMain lets the test binary be what the provider binary is in
 // production: the supervisor, namespace helper, exec shim and probe
@@ -19,8 +30,15 @@ func TestMain(m *testing.M) {
 	if MaybeRunHelper() {
 		return
 	}
-	if os.Getenv("AF_TEST_SERVICE") == "web" {
+	switch os.Getenv("AF_TEST_SERVICE") {
+	case "web":
 		runTestService()
+		return
+	case "hostile":
+		runHostileService()
+		return
+	case "dial":
+		runControlDialer()
 		return
 	}
 	os.Exit(m.Run())

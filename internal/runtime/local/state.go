@@ -1,3 +1,5 @@
+//go:build linux
+
 package local
 
 import (
@@ -14,6 +16,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
 
 // Files in an environment's state directory.
@@ -36,16 +39,20 @@ type envSpec struct {
 	Key          string        `json:"key"`
 	App          string        `json:"app"`
 	Env          string        `json:"env"`
-	Dir          string        `json:"dir"` // the services' working directory
+	Dir          string        `json:"dir"`        // the Terraform working directory, which no service sees
+	StateBase    string        `json:"state_base"` // every environment's state directory is below it
 	BaseEnv      []string      `json:"base_env"`
 	Services     []serviceSpec `json:"services"`
 	Egress       egress.Config `json:"egress"`
 	Probe        ProbeRequest  `json:"probe"` // a control check with an empty target means this environment's gateway
 	Isolation    string        `json:"isolation,omitempty"`
-	Hide         []string      `json:"hide"`
+	Weaken       string        `json:"weaken,omitempty"`      // test-only, see WeakenUID
 	RouterPort   int           `json:"router_port,omitempty"` // preferred
 	ReadyTimeout time.Duration `json:"ready_timeout"`
 	Prepare      []string      `json:"prepare,omitempty"`
+	// Manifest is the manifest text the environment runs, for an import to
+	// record (runtime.State.Source); the supervisor does not read it.
+	Manifest string `json:"manifest,omitempty"`
 }
 
 // serviceSpec is one service as the local runtime runs it.
@@ -56,6 +63,7 @@ type serviceSpec struct {
 	Web     bool              `json:"web,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Health  string            `json:"health,omitempty"`
+	Dir     string            `json:"dir,omitempty"` // the application directory on the host, bound read-only
 }
 
 // stateFile is state.json: what runs, where, and the containment proof.
@@ -231,3 +239,78 @@ func DefaultStateBase() string {
 	}
 	return filepath.Join(home, ".local", "state", "antifailure", "local")
 }
+
+// OtherPair refuses a state directory that belongs to another
+// application/environment pair: the runtime never adopts, imports or deletes
+// it.
+var OtherPair = refusal.Register("AF-RUN-090",
+	"The local state directory belongs to another application/environment pair.",
+	"Leave it alone: it is another environment's. Check the ID's <app>/<env>; the directory's state.json names its owner.")
+
+// dirApps holds the state directories, one per application, one below it
+// per environment: <StateBase>/apps/<app>/<env>. The level "apps" keeps them
+// apart from the flat <StateBase>/<app>-<env> directories of earlier
+// releases (those names always hold a hyphen, "apps" none), so that no
+// environment's directory can sit inside an old one's.
+const dirApps = "apps"
+
+// StateDir is where the environment with key k keeps its state.
+func (r *Runtime) StateDir(k runtime.Key) string {
+	return filepath.Join(r.opts.StateBase, dirApps, k.App, k.Env)
+}
+
+// legacyStateDir is where an earlier release kept the environment:
+// <StateBase>/<app>-<env>, a name two pairs can share. It is this pair's
+// only when its own files say so.
+func (r *Runtime) legacyStateDir(k runtime.Key) string {
+	return filepath.Join(r.opts.StateBase, k.App+"-"+k.Env)
+}
+
+// Planned is the environment's ID (<app>/<env>) and namespace (the same
+// key); its URLs carry the router's port, chosen at apply.
+func (r *Runtime) Planned(env runtime.Environment) runtime.State {
+	k := runtime.KeyOf(env)
+	return runtime.State{Ref: runtime.Ref{ID: k.LocalID()}, Namespace: k.LocalID()}
+}
+
+// owner is the pair a state directory's own files name (state.json, or
+// spec.json when the environment never finished starting); ok is false when
+// neither is readable.
+func owner(dir string) (k runtime.Key, ok bool) {
+	for _, f := range []string{fileState, fileSpec} {
+		var names struct{ App, Env string }
+		if readJSON(filepath.Join(dir, f), &names) == nil && names.App != "" {
+			return runtime.Key{App: names.App, Env: names.Env}, true
+		}
+	}
+	return runtime.Key{}, false
+}
+
+// locate is the state directory of the environment an ID names: its own
+// directory, or the legacy one when that is this pair's. ErrNotFound when
+// there is neither; OtherPair when its own directory names another pair.
+func (r *Runtime) locate(ref runtime.Ref) (string, error) {
+	k, err := runtime.ParseLocalID(ref.ID)
+	if err != nil {
+		return "", refusal.New(BadID, "%v", err).OnAttribute("id")
+	}
+	dir := r.StateDir(k)
+	if _, err := os.Stat(dir); err == nil {
+		if got, ok := owner(dir); ok && got != k {
+			return "", refusal.New(OtherPair, "The state directory %s belongs to %s, not to %s", dir, got, k).
+				WithDetail("The local runtime never adopts, imports or deletes another pair's environment; it was left as it is.").
+				OnAttribute("id")
+		}
+		return dir, nil
+	}
+	legacy := r.legacyStateDir(k)
+	if got, ok := owner(legacy); ok && got == k {
+		return legacy, nil
+	}
+	return "", runtime.ErrNotFound
+}
+
+// BadID refuses an ID that is not <app>/<env>.
+var BadID = refusal.Register("AF-RUN-091",
+	"The local environment ID is not <app>/<env>.",
+	"Import with an ID such as shop/pr-42: the manifest's name and the environment's name.")

@@ -1,13 +1,15 @@
+//go:build linux
+
 package local
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -44,6 +46,7 @@ type supervisor struct {
 	routerLn net.Listener
 	routerS  *http.Server
 	ns       *nsHandle
+	ctl      *http.Server
 	stopped  chan struct{}
 	stopOnce sync.Once
 }
@@ -66,7 +69,7 @@ func runSupervisor() int {
 		res.Refusal = refusal.New(StartFailed, "The local supervisor could not read its specification: %v", err)
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), spec.ReadyTimeout+60*time.Second)
-		st, ref := s.up(ctx, spec)
+		st, ref := s.safeUp(ctx, spec)
 		cancel()
 		res = result{State: st, Refusal: ref}
 	}
@@ -89,6 +92,18 @@ func runSupervisor() int {
 	s.serveControl()
 	logger.Printf("stopped")
 	return 0
+}
+
+// safeUp is up, with a panic turned into a refusal: bad input must end in
+// an error the provider can show, never in a supervisor that vanished.
+func (s *supervisor) safeUp(ctx context.Context, spec envSpec) (st *stateFile, ref *refusal.Refusal) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Printf("panic: %v", p)
+			st, ref = nil, startFailed("The local supervisor failed: %v", p)
+		}
+	}()
+	return s.up(ctx, spec)
 }
 
 // up brings the environment up: gateway, router, namespace, probe, services.
@@ -115,7 +130,7 @@ func (s *supervisor) up(ctx context.Context, spec envSpec) (*stateFile, *refusal
 
 	ns, err := startNamespace(nsConfig{
 		Exe: s.exe, Isolation: spec.Isolation, Share: filepath.Join(s.dir, dirShare),
-		Hide: spec.Hide, Log: openLog(fileHelperLog),
+		View: viewOf(spec), Log: openLog(fileHelperLog),
 	})
 	if err != nil {
 		return nil, refusal.New(NoNamespace, "The local runtime could not make a network namespace for %s", spec.Key).
@@ -136,6 +151,11 @@ func (s *supervisor) up(ctx context.Context, spec envSpec) (*stateFile, *refusal
 		}
 	}
 
+	// The control socket listens before the probe: the probe's last attempt
+	// is a peer inside the environment asking it for an answer.
+	if err := s.startControl(); err != nil {
+		return nil, startFailed("The control socket could not listen: %v", err)
+	}
 	res, err := s.runProbe(ctx)
 	if err != nil {
 		return nil, refusal.New(probe.NoAttempts, "The containment probe could not run: %v", err).
@@ -172,15 +192,49 @@ func openLog(name string) *os.File {
 	return f
 }
 
-func (s *supervisor) runProbe(ctx context.Context) (probe.Result, error) {
-	req := s.spec.Probe
-	req.Checks = append([]Check(nil), req.Checks...)
-	for i, c := range req.Checks {
-		if c.Category == probe.Control && c.Target == "" {
-			req.Checks[i].Target = fmt.Sprintf("http://127.0.0.1:%d", s.ns.ProxyPort)
+// viewOf is the private view the environment's services get.
+func viewOf(spec envSpec) viewConfig {
+	v := viewConfig{Apps: map[string]string{}, Canary: os.Getuid() == 0, Weaken: spec.Weaken}
+	for _, svc := range spec.Services {
+		if svc.Dir != "" {
+			v.Apps[svc.Name] = svc.Dir
 		}
 	}
-	return s.ns.Probe(ctx, req)
+	return v
+}
+
+// runProbe runs the network checks the provider chose and the sandbox checks
+// against canaries opened for this run, the control last.
+func (s *supervisor) runProbe(ctx context.Context) (probe.Result, error) {
+	c, err := s.openCanaries(s.spec)
+	if err != nil {
+		return probe.Result{}, fmt.Errorf("opening the probe's canaries: %w", err)
+	}
+	defer c.close()
+	req := s.spec.Probe
+	req.Checks = nil
+	for _, ch := range s.spec.Probe.Checks {
+		if ch.Category == probe.Control {
+			req.Checks = append(req.Checks, c.checks...)
+			if ch.Target == "" {
+				ch.Target = fmt.Sprintf("http://127.0.0.1:%d", s.ns.ProxyPort)
+			}
+		}
+		req.Checks = append(req.Checks, ch)
+	}
+	res, err := s.ns.Probe(ctx, req)
+	if err != nil {
+		return res, err
+	}
+	c.judgeWrite(res.Attempts)
+	peer, err := s.ns.call(ctx, nsRequest{Op: "peer"})
+	if err != nil {
+		return res, err
+	}
+	// Before the control, which the report lists last.
+	last := len(res.Attempts) - 1
+	attempts := append(append(append([]probe.Attempt(nil), res.Attempts[:last]...), peer.Attempts...), res.Attempts[last])
+	return probe.Judge(attempts, res.Duration), nil
 }
 
 func (s *supervisor) gatewayConfig(spec envSpec) egress.Config {
@@ -262,7 +316,7 @@ func (s *supervisor) startServices(ctx context.Context, spec envSpec) *refusal.R
 	s.router.set(routes)
 	s.state.URLs, s.state.Services, s.state.Updated = urls, spec.Services, time.Now().UTC()
 	_, err := s.ns.call(ctx, nsRequest{Op: "start", Start: &startRequest{
-		App: spec.App, Env: spec.Env, Dir: spec.Dir, BaseEnv: spec.BaseEnv,
+		App: spec.App, Env: spec.Env, BaseEnv: spec.BaseEnv,
 		LogDir: dirLogs, Services: spec.Services,
 	}})
 	if err != nil {
@@ -284,6 +338,12 @@ func (s *supervisor) waitReady(ctx context.Context, spec envSpec) *refusal.Refus
 	timeout := spec.ReadyTimeout
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
+	}
+	for _, svc := range spec.Services {
+		// A health path no request can carry would never answer: say so now.
+		if _, err := http.NewRequest(http.MethodGet, "http://"+routeFor(svc.Name, spec.Env)+svc.Health, nil); svc.Health != "" && err != nil {
+			return notReady(s.dir, svc.Name, fmt.Sprintf("its health path %q is not an HTTP path: %v", svc.Health, err))
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -329,7 +389,10 @@ func (s *supervisor) waitReady(ctx context.Context, spec envSpec) *refusal.Refus
 func (s *supervisor) healthy(ctx context.Context, spec envSpec, svc serviceSpec) error {
 	c := &http.Client{Transport: unixTransport(filepath.Join(dirShare, serviceSocket(svc.Name))), Timeout: time.Second}
 	defer c.CloseIdleConnections()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+routeFor(svc.Name, spec.Env)+svc.Health, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+routeFor(svc.Name, spec.Env)+svc.Health, nil)
+	if err != nil {
+		return fmt.Errorf("health path %q: %w", svc.Health, err)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", svc.Health, err)
@@ -380,70 +443,14 @@ func (s *supervisor) down() {
 	})
 }
 
-// statusReply is GET /status.
-type statusReply struct {
-	State       stateFile            `json:"state"`
-	HelperAlive bool                 `json:"helper_alive"`
-	Services    map[string]svcStatus `json:"services"`
-}
-
-func (s *supervisor) serveControl() {
-	_ = os.Remove(fileControl)
-	ln, err := net.Listen("unix", fileControl)
-	if err != nil {
-		s.log.Printf("control socket: %v", err)
-		s.down()
-		return
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		rep := statusReply{State: s.state, HelperAlive: s.ns != nil && s.ns.Alive(), Services: map[string]svcStatus{}}
-		if rep.HelperAlive {
-			resp, err := s.ns.call(r.Context(), nsRequest{Op: "status"})
-			if err == nil {
-				pids := hostPids(s.ns.Pid)
-				for name, st := range resp.Services {
-					st.HostPid = pids[st.Pid]
-					rep.Services[name] = st
-				}
-			}
-		}
-		_ = json.NewEncoder(w).Encode(rep)
-	})
-	mux.HandleFunc("POST /update", func(w http.ResponseWriter, r *http.Request) {
-		var spec envSpec
-		if err := json.NewDecoder(r.Body).Decode(&spec); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(s.update(r.Context(), spec))
-	})
-	mux.HandleFunc("POST /stop", func(w http.ResponseWriter, r *http.Request) {
-		s.down()
-		_ = json.NewEncoder(w).Encode(map[string]bool{"stopped": true})
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Printf("control: %v", err)
-			s.down()
-		}
-	}()
-	<-s.stopped
-	// Shutdown lets the stop request's answer reach the provider.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(ctx)
-}
-
 // update applies a new specification in place: the catalogue reloads, the
 // services restart with their new commands and environments.
 func (s *supervisor) update(ctx context.Context, spec envSpec) result {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ns == nil || !s.ns.Alive() {
+	if s.ns == nil || !s.ns.Alive() || !maps.Equal(viewOf(spec).Apps, viewOf(s.spec).Apps) {
+		// The view is fixed when the namespace is made: new application
+		// directories need a new one.
 		return result{Recreate: true}
 	}
 	if err := s.gw.Reload(s.gatewayConfig(spec)); err != nil {

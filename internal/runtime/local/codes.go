@@ -1,0 +1,10 @@
+package local
+
+import "github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+
+// Codes of the local runtime's sandbox. They are registered on every OS so
+// that the error reference lists them wherever it is generated.
+var (
+	NotLinux = refusal.Register("AF-RUN-080", "The local runtime runs only on Linux: its sandbox is made of Linux namespaces, so it cannot contain an environment on this OS.", "Run Terraform on Linux for runtime.provider local, or use runtime.provider kubernetes from here.")
+	BadDir   = refusal.Register("AF-RUN-081", "A service's application directory (its dir in the manifest) cannot be given to it.", "Point dir at the directory holding the application's files only: it must exist, and must not be, or contain, the Terraform working directory or the local runtime's state.")
+)
