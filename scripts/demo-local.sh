@@ -18,7 +18,7 @@ command -v curl >/dev/null || { echo "demo: curl is not on PATH" >&2; exit 1; }
 
 work=$(mktemp -d)
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 XDG_STATE_HOME=$work/state
-state_dir=$XDG_STATE_HOME/antifailure/local/demo-pr-1
+state_dir=$XDG_STATE_HOME/antifailure/local/apps/demo/pr-1
 cleanup() {
   # Should the demo stop half way, do not leave an environment running.
   if [ -d "$state_dir" ]; then
