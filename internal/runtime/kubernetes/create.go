@@ -48,11 +48,10 @@ type creation struct {
 // is gone, and refuses saying what was created and removed again (or
 // "Nothing was created." when nothing was).
 func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.State, error) {
-	cfg, err := r.check(env)
-	if err != nil {
+	if _, err := r.check(env); err != nil {
 		return runtime.State{}, err
 	}
-	kctx := contextFor(env, cfg)
+	kctx := contextFor(env)
 	c, err := r.client(kctx)
 	if err != nil {
 		return runtime.State{}, err

@@ -397,17 +397,11 @@ func (r *Runtime) loadKubeconfig() (cfg *clientcmdapi.Config, where string, err 
 }
 
 // contextFor is the kubeconfig context an environment uses: the placed
-// target's kubeconfig_context; with no targets in the manifest (the runtime
-// itself), the kubeconfig's current-context, named in the resource ID from
-// then on.
-func contextFor(env runtime.Environment, cfg *clientcmdapi.Config) string {
-	if c := env.Placement.Target.KubeconfigContext; c != "" {
-		return c
-	}
-	if cfg != nil {
-		return cfg.CurrentContext
-	}
-	return ""
+// target's kubeconfig_context, which the provider fills from its
+// kubernetes.context when the manifest declares no targets. The kubeconfig's
+// current-context is never a fallback: it is a name on somebody's laptop.
+func contextFor(env runtime.Environment) string {
+	return env.Placement.Target.KubeconfigContext
 }
 
 // checkContext refuses a context the kubeconfig cfg (read from where) does
@@ -429,7 +423,7 @@ func checkContext(cfg *clientcmdapi.Config, where, name string, pos manifest.Pos
 	}
 	var ref *refusal.Refusal
 	if name == "" {
-		ref = refusal.New(ContextMissing, "The environment's target names no kubeconfig_context and the kubeconfig (%s) has no current-context", where)
+		ref = refusal.New(ContextMissing, "The environment names no kubeconfig context (no target's kubeconfig_context, no provider kubernetes.context); the kubeconfig's (%s) current-context is never used", where)
 	} else {
 		ref = refusal.New(ContextMissing, "kubeconfig context %q does not exist in the kubeconfig (%s)", name, where)
 	}
@@ -483,9 +477,8 @@ func HostFor(service, env, domain string) string { return service + "-" + env + 
 // Planned is the environment's ID (<kubeconfig_context>/<app>/<env>), its
 // namespace and its URLs, all known before it is created.
 func (r *Runtime) Planned(env runtime.Environment) runtime.State {
-	cfg, _, _ := r.loadKubeconfig()
 	k := runtime.KeyOf(env)
-	st := runtime.State{Ref: runtime.Ref{ID: k.KubernetesID(contextFor(env, cfg))}, Namespace: NamespaceFor(k), URLs: map[string]string{}}
+	st := runtime.State{Ref: runtime.Ref{ID: k.KubernetesID(contextFor(env))}, Namespace: NamespaceFor(k), URLs: map[string]string{}}
 	for _, s := range env.Manifest.Services {
 		if s.Web {
 			st.URLs[s.Name] = r.opts.URLScheme + "://" + HostFor(s.Name, env.Name, env.Placement.Domain)
@@ -537,7 +530,7 @@ func (r *Runtime) check(env runtime.Environment) (*clientcmdapi.Config, error) {
 	cfg, where, err := r.loadKubeconfig()
 	if err != nil {
 		errs = append(errs, refusal.All(err)...)
-	} else if err := checkContext(cfg, where, contextFor(env, cfg), pos); err != nil {
+	} else if err := checkContext(cfg, where, contextFor(env), pos); err != nil {
 		errs = append(errs, refusal.All(err)...)
 	}
 	if len(errs) == 1 {

@@ -957,18 +957,26 @@ func TestCollidingPairs_KubeletStandIn(t *testing.T) {
 	}
 }
 
-// TestPlanned_NoTargets: a manifest without targets runs on the kubeconfig's
-// current-context, which the ID then names for good.
+// TestPlanned_NoTargets: a manifest without targets runs on the context the
+// provider places it on (its kubernetes.context, as the target's
+// kubeconfig_context), which the ID then names for good. Without one the
+// runtime refuses: the kubeconfig's current-context (eu-prod here) never
+// decides.
 func TestPlanned_NoTargets(t *testing.T) {
 	r := newRuntime(t, nil, kube.Options{})
 	y := shopManifest(2)
 	a, b := strings.Index(y, "  requires:"), strings.Index(y, "services:")
 	env := environment(t, y[:a]+y[b:], "nt")
+	env.Placement.Target.KubeconfigContext = ""
+	if err := r.Check(env); code(err) != kube.ContextMissing {
+		t.Fatalf("Check without a context = %v, want %s (never the current-context)", err, kube.ContextMissing)
+	}
+	env.Placement.Target.KubeconfigContext = "us-prod"
 	if err := r.Check(env); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.Planned(env).Ref.ID; got != "eu-prod/shop/nt" {
-		t.Errorf("Planned ID = %q, want the current-context eu-prod", got)
+	if got := r.Planned(env).Ref.ID; got != "us-prod/shop/nt" {
+		t.Errorf("Planned ID = %q, want the provider's context us-prod", got)
 	}
 }
 
