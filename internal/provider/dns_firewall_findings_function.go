@@ -39,15 +39,14 @@ func (dnsFirewallFindingsFunction) Metadata(_ context.Context, _ function.Metada
 func (dnsFirewallFindingsFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
 	resp.Definition = function.Definition{
 		Summary: "The findings of the DNS Firewall check for a rule group",
-		MarkdownDescription: "Checks a Route 53 Resolver DNS Firewall rule group exactly as the `antifailure_dns_firewall_check` data source does " +
+		MarkdownDescription: functionDescription("Checks a Route 53 Resolver DNS Firewall rule group exactly as the `antifailure_dns_firewall_check` data source does " +
 			"and returns its findings, a list of `{ code, message, rules }` in a stable order; an empty list means the group blocks every query its " +
 			"rules do not name and does not fail open. Findings are the result, not an error: use them in a `check` block, a precondition or a report.\n\n" +
 			"Rules are read by priority from the lowest number up, and the first rule whose domains match ends evaluation. The codes: " +
 			"`AF-DNS-010` ALLOW/ALERT `*` ahead of the terminal BLOCK, `AF-DNS-011` BLOCK `*` not last, `AF-DNS-012` shared priorities, " +
 			"`AF-DNS-013` a domain the list cannot hold (a `*` not at the front), `AF-DNS-014` `fail_open` not `DISABLED`, `AF-DNS-015` a host " +
 			"the manifest answers locally let through (only with `manifest`), `AF-DNS-016` no BLOCK `*`, `AF-DNS-017` an unknown action.\n\n" +
-			"An unreadable manifest or a `fail_open` that is no FirewallFailOpen value (`AF-DNS-020`) is the function's error, with every AF- message joined.\n\n" +
-			"Provider functions need Terraform 1.8 or later (OpenTofu 1.7 or later).",
+			"An unreadable manifest or a `fail_open` that is no FirewallFailOpen value (`AF-DNS-020`) is the function's error, with every AF- message joined."),
 		Parameters: []function.Parameter{
 			function.ListParameter{
 				Name:                "rules",

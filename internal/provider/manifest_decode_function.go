@@ -38,6 +38,13 @@ var (
 	}
 )
 
+// functionDescription ends a provider function's description (this one's
+// and dns_firewall_findings') with the Terraform version functions need, so
+// the floor is stated, and changed, once.
+func functionDescription(markdown string) string {
+	return markdown + "\n\nProvider functions need Terraform 1.8 or later (OpenTofu 1.7 or later)."
+}
+
 func (manifestDecodeFunction) Metadata(_ context.Context, _ function.MetadataRequest, resp *function.MetadataResponse) {
 	resp.Name = "manifest_decode"
 }
@@ -45,14 +52,13 @@ func (manifestDecodeFunction) Metadata(_ context.Context, _ function.MetadataReq
 func (manifestDecodeFunction) Definition(_ context.Context, _ function.DefinitionRequest, resp *function.DefinitionResponse) {
 	resp.Definition = function.Definition{
 		Summary: "Reads and validates a manifest, returning it as an object",
-		MarkdownDescription: "Reads `antifailure.yaml` with the same strict reader the resource uses and returns it as an object: " +
+		MarkdownDescription: functionDescription("Reads `antifailure.yaml` with the same strict reader the resource uses and returns it as an object: " +
 			"`name`, `runtime` (`provider`, `domain`, `requires` as a map, `targets` with `name`, `kubeconfig_context`, `domain`, `tags`), " +
 			"`services` by name (`name`, `image`, `command`, `port`, `web`, `env`, `health`) and `egress` (`host`, `mode`, and `response` " +
 			"for `mock` hosts, else null). Absent optional values are null.\n\n" +
 			"A manifest the reader refuses is the function's error. A function returns one error, so every `AF-MAN-…` refusal is in it, joined, " +
 			"each with its line and column. The function cannot see the provider's configuration: it does not say whether this edition may place " +
-			"the manifest (use `antifailure_placement` for that).\n\n" +
-			"Provider functions need Terraform 1.8 or later (OpenTofu 1.7 or later).",
+			"the manifest (use `antifailure_placement` for that)."),
 		Parameters: []function.Parameter{
 			function.StringParameter{Name: "content", MarkdownDescription: "The manifest's content, e.g. `file(\"${path.module}/antifailure.yaml\")`."},
 		},

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/antifailure/terraform-provider-antifailure/internal/license"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
 )
 
@@ -30,18 +29,7 @@ func kubeImagesConfig(kubeconfig, env string, images map[string]string, extra st
 		}
 		attr = b.String() + "  }\n"
 	}
-	return fmt.Sprintf(`provider "antifailure" {
-  license         = %q
-  kubeconfig_path = %q
-}
-
-resource "antifailure_preview_environment" "this" {
-  name     = %q
-%s  manifest = <<-EOT
-%s
-  EOT
-}
-`, testLicense(license.FeatureMultiRuntime), kubeconfig, env, attr, kubeManifest) + extra
+	return kubeProviderBlock(kubeconfig) + environmentBlock("this", env, attr, kubeManifest) + extra
 }
 
 // TestAccPreviewEnvironment_kubernetes_importKeepsImages_KubeletStandIn,
@@ -60,12 +48,7 @@ func TestAccPreviewEnvironment_kubernetes_importKeepsImages_KubeletStandIn(t *te
 
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: kubernetesTestProviders(&kubeRequests{}),
-		CheckDestroy: func(*terraform.State) error {
-			if left, _ := afObjects(eu); len(left) != 0 {
-				return fmt.Errorf("left after destroy: %v", left)
-			}
-			return nil
-		},
+		CheckDestroy:             nothingLeftOn(eu),
 		Steps: []resource.TestStep{
 			{
 				Config: config,
@@ -85,17 +68,8 @@ func TestAccPreviewEnvironment_kubernetes_importKeepsImages_KubeletStandIn(t *te
 					},
 				),
 			},
-			{ // An import block: nothing to change.
-				Config:          config,
-				ResourceName:    addr,
-				ImportState:     true,
-				ImportStateKind: resource.ImportBlockWithID,
-				ImportStateId:   id,
-				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop),
-					plancheck.ExpectEmptyPlan(),
-				}},
-			},
+			// An import block: nothing to change.
+			importBlockNoopStep(config, addr, id),
 			{ // The control: another image in the configuration is an
 				// update in place of images and services, never a replacement.
 				Config:             kubeImagesConfig(te.Kubeconfig, "img-1", map[string]string{"web": "ghcr.io/acme/shop:pr-43"}, ""),
@@ -120,30 +94,21 @@ func TestAccPreviewEnvironment_kubernetes_importKeepsImages_KubeletStandIn(t *te
 				ImportStateVerifyIgnore: []string{"queue_position"},
 			},
 			{ // Forget it without destroying it...
-				Config: fmt.Sprintf(`provider "antifailure" {
-  license         = %q
-  kubeconfig_path = %q
-}
-
+				Config: kubeProviderBlock(te.Kubeconfig) + `
 removed {
   from = antifailure_preview_environment.this
   lifecycle {
     destroy = false
   }
 }
-`, testLicense(license.FeatureMultiRuntime), te.Kubeconfig),
+`,
 				Check: func(*terraform.State) error {
 					_, err := eu.CoreV1().Namespaces().Get(context.Background(), "af-tfshop-img-1", metav1.GetOptions{})
 					return err
 				},
 			},
-			{ // ...terraform import it back...
-				Config:             config,
-				ResourceName:       addr,
-				ImportState:        true,
-				ImportStatePersist: true,
-				ImportStateId:      id,
-			},
+			// ...terraform import it back...
+			importBackStep(config, addr, id),
 			{ // ...and the plan is empty.
 				Config:   config,
 				PlanOnly: true,
@@ -175,12 +140,7 @@ func TestAccPreviewEnvironment_kubernetes_stateUpgradeFromV0_realState_KubeletSt
 
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: kubernetesTestProviders(&kubeRequests{}),
-		CheckDestroy: func(*terraform.State) error {
-			if left, _ := afObjects(eu); len(left) != 0 {
-				return fmt.Errorf("left after destroy: %v", left)
-			}
-			return nil
-		},
+		CheckDestroy:             nothingLeftOn(eu),
 		Steps: []resource.TestStep{
 			{
 				Config: config,

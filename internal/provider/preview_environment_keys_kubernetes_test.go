@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/antifailure/terraform-provider-antifailure/internal/license"
 	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
 )
@@ -25,20 +24,9 @@ import (
 // kubeManifest under its own app name.
 func kubeEnvironmentsConfig(kubeconfig string, envs [][3]string, extra string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `provider "antifailure" {
-  license         = %q
-  kubeconfig_path = %q
-}
-`, testLicense(license.FeatureMultiRuntime), kubeconfig)
+	b.WriteString(kubeProviderBlock(kubeconfig))
 	for _, e := range envs {
-		fmt.Fprintf(&b, `
-resource "antifailure_preview_environment" %q {
-  name     = %q
-  manifest = <<-EOT
-%s
-  EOT
-}
-`, e[0], e[2], strings.Replace(kubeManifest, "name: tfshop\n", "name: "+e[1]+"\n", 1))
+		b.WriteString(environmentBlock(e[0], e[2], "", strings.Replace(kubeManifest, "name: tfshop\n", "name: "+e[1]+"\n", 1)))
 	}
 	return b.String() + extra
 }
@@ -73,12 +61,7 @@ func TestAccPreviewEnvironment_kubernetes_keysAndImport_KubeletStandIn(t *testin
 
 	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: kubernetesTestProviders(&cnt),
-		CheckDestroy: func(*terraform.State) error {
-			if left, _ := afObjects(eu); len(left) != 0 {
-				return fmt.Errorf("left after destroy: %v", left)
-			}
-			return nil
-		},
+		CheckDestroy:             nothingLeftOn(eu),
 		Steps: []resource.TestStep{
 			{
 				Config: both,
@@ -103,17 +86,8 @@ func TestAccPreviewEnvironment_kubernetes_keysAndImport_KubeletStandIn(t *testin
 					},
 				),
 			},
-			{ // An import block: a no-op import.
-				Config:          both,
-				ResourceName:    addrB,
-				ImportState:     true,
-				ImportStateKind: resource.ImportBlockWithID,
-				ImportStateId:   "eu-prod/tfshop-k/1",
-				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(addrB, plancheck.ResourceActionNoop),
-					plancheck.ExpectEmptyPlan(),
-				}},
-			},
+			// An import block: a no-op import.
+			importBlockNoopStep(both, addrB, "eu-prod/tfshop-k/1"),
 			{ // Forget b without destroying it...
 				Config: kubeEnvironmentsConfig(te.Kubeconfig, [][3]string{a}, `
 removed {
@@ -125,13 +99,8 @@ removed {
 `),
 				Check: func(*terraform.State) error { return labelled(nsB, "tfshop-k", "1") },
 			},
-			{ // ...terraform import it back...
-				Config:             both,
-				ResourceName:       addrB,
-				ImportState:        true,
-				ImportStatePersist: true,
-				ImportStateId:      "eu-prod/tfshop-k/1",
-			},
+			// ...terraform import it back...
+			importBackStep(both, addrB, "eu-prod/tfshop-k/1"),
 			{ // ...and the plan is empty: no replacement, no update.
 				Config:   both,
 				PlanOnly: true,

@@ -30,34 +30,10 @@ import (
 type localEnv struct{ label, app, env, greeting string }
 
 func localEnvironmentsConfig(t *testing.T, providerBlock, marker string, envs []localEnv, extra string) string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
 	b.WriteString(providerBlock + "\n")
 	for _, e := range envs {
-		fmt.Fprintf(&b, `
-resource "antifailure_preview_environment" %q {
-  name     = %q
-  manifest = <<-EOT
-    name: %s
-    runtime:
-      provider: local
-    services:
-      web:
-        command: [%q, "-test.run=^$"]
-        dir: %q
-        port: 8080
-        web: true
-        health: /healthz
-        env:
-          AF_TEST_LOCAL_SERVICE: web
-          AF_TEST_MARKER: %s
-          GREETING: %s
-  EOT
-}
-`, e.label, e.env, e.app, exe, filepath.Dir(exe), marker, e.greeting)
+		b.WriteString(environmentBlock(e.label, e.env, "", localServiceManifest(t, e.app, marker, e.greeting)))
 	}
 	return b.String() + extra
 }
@@ -175,17 +151,8 @@ func TestAccPreviewEnvironment_local_keysImportAndCrash(t *testing.T) {
 					servesGreeting(addrA, a.greeting), servesGreeting(addrB, b.greeting),
 				),
 			},
-			{ // An import block: a no-op import, nothing to change.
-				Config:          both,
-				ResourceName:    addrA,
-				ImportState:     true,
-				ImportStateKind: resource.ImportBlockWithID,
-				ImportStateId:   "shop/pr-1",
-				ImportPlanChecks: resource.ImportPlanChecks{PreApply: []plancheck.PlanCheck{
-					plancheck.ExpectResourceAction(addrA, plancheck.ResourceActionNoop),
-					plancheck.ExpectEmptyPlan(),
-				}},
-			},
+			// An import block: a no-op import, nothing to change.
+			importBlockNoopStep(both, addrA, "shop/pr-1"),
 			{ // Forget a without destroying it...
 				Config: localEnvironmentsConfig(t, `provider "antifailure" {}`, marker, []localEnv{b}, `
 removed {
@@ -200,13 +167,8 @@ removed {
 					return err
 				}),
 			},
-			{ // ...terraform import it back...
-				Config:             both,
-				ResourceName:       addrA,
-				ImportState:        true,
-				ImportStatePersist: true,
-				ImportStateId:      "shop/pr-1",
-			},
+			// ...terraform import it back...
+			importBackStep(both, addrA, "shop/pr-1"),
 			{ // ...and the plan is empty: no replacement, no update.
 				Config:   both,
 				PlanOnly: true,

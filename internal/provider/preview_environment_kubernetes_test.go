@@ -3,15 +3,10 @@ package provider
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
-	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -22,9 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
 
-	"github.com/antifailure/terraform-provider-antifailure/internal/license"
-	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
-	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv/standin"
@@ -36,125 +28,8 @@ import (
 // probe with the result the test chooses and readies the pods. Without the
 // API server binaries they fail; they never skip.
 
-// kubeRequests counts the Kubernetes runtime's API requests in these tests.
-type kubeRequests struct {
-	mu sync.Mutex
-	n  int
-}
-
-func (c *kubeRequests) wrap(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		c.mu.Lock()
-		c.n++
-		c.mu.Unlock()
-		return rt.RoundTrip(r)
-	})
-}
-
-func (c *kubeRequests) take() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.n
-	c.n = 0
-	return n
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// kubernetesTestProviders serves the provider with the Kubernetes runtime
-// built from the provider's own kubeconfig_path / kubeconfig attributes, as
-// a release build does, with a request counter on its transport.
-func kubernetesTestProviders(cnt *kubeRequests) map[string]func() (tfprotov6.ProviderServer, error) {
-	d := deps{
-		verifier: testVerifier(),
-		now:      func() time.Time { return testNow },
-		getenv:   func(string) string { return "" },
-		runtimes: func(pd *providerData, kind string) (runtime.Runtime, error) {
-			if kind != manifest.ProviderKubernetes {
-				return releaseRuntimes(pd, kind)
-			}
-			return kube.New(kube.Kubeconfig{Path: pd.kubeconfig.Path, Content: pd.kubeconfig.Content}, cnt.wrap,
-				kube.Options{GatewayImage: pd.k8s.GatewayImage, ProbeTimeout: 30 * time.Second, IngressClassName: "nginx"})
-		},
-	}
-	return map[string]func() (tfprotov6.ProviderServer, error){
-		"antifailure": providerserver.NewProtocol6WithError(newWith("test", d)()),
-	}
-}
-
-// kubeTestenv joins or starts the test API servers and runs a kubelet
-// stand-in on eu-prod for the test.
-func kubeTestenv(t *testing.T) (*testenv.Env, *standin.StandIn) {
-	t.Helper()
-	te, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(te.Stop)
-	for _, kctx := range []string{testenv.EU, testenv.US} {
-		if _, err := testenv.EnsureClusterDNS(context.Background(), te.Client(t, kctx)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := standin.New(te.Client(t, testenv.EU), standin.Options{Interval: 50 * time.Millisecond, NamespacePrefix: "af-tfshop-"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return te, s
-}
-
-// The application is "tfshop" so that these tests' namespaces (af-tfshop-…)
-// never mix with the runtime package's (af-shop-…) on a shared testenv.
-const kubeManifest = `    name: tfshop
-    runtime:
-      provider: kubernetes
-      domain: preview.example.com
-      requires:
-        region: eu-west-1
-      targets:
-        - name: frankfurt
-          kubeconfig_context: eu-prod
-          domain: eu.preview.example.com
-          tags: {region: eu-west-1}
-        - name: virginia
-          kubeconfig_context: us-prod
-          domain: us.preview.example.com
-          tags: {region: us-east-1}
-    services:
-      web:
-        image: ghcr.io/acme/shop:1.4.2
-        command: ["./shop", "serve"]
-        port: 8080
-        web: true
-        health: /healthz
-      worker:
-        image: ghcr.io/acme/shop:1.4.2
-        command: ["./shop", "work"]
-    egress:
-      - host: api.stripe.com
-        mode: sandbox
-      - host: hooks.slack.com
-        mode: capture`
-
 func kubeConfig(kubeconfig, name string) string {
-	return fmt.Sprintf(`provider "antifailure" {
-  license         = %q
-  kubeconfig_path = %q
-}
-
-resource "antifailure_preview_environment" "this" {
-  name     = %q
-  manifest = <<-EOT
-%s
-  EOT
-}
-`, testLicense(license.FeatureMultiRuntime), kubeconfig, name, kubeManifest)
+	return kubeProviderBlock(kubeconfig) + environmentBlock("this", name, "", kubeManifest)
 }
 
 // afObjects lists these tests' namespaces and what is in them on a cluster.

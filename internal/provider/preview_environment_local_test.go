@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -70,20 +69,12 @@ func runLocalTestService() {
 // test: state under the test's temporary directory, and a probe pointed only
 // at TEST-NET addresses (from a clean namespace, no packet is even sent).
 func localTestProviders(rt runtime.Runtime) map[string]func() (tfprotov6.ProviderServer, error) {
-	d := deps{
-		verifier: testVerifier(),
-		now:      func() time.Time { return testNow },
-		getenv:   func(string) string { return "" },
-		runtimes: func(pd *providerData, kind string) (runtime.Runtime, error) {
-			if kind == manifest.ProviderLocal {
-				return rt, nil
-			}
-			return releaseRuntimes(pd, kind)
-		},
-	}
-	return map[string]func() (tfprotov6.ProviderServer, error){
-		"antifailure": providerserver.NewProtocol6WithError(newWith("test", d)()),
-	}
+	return runtimeTestProviders(func(pd *providerData, kind string) (runtime.Runtime, error) {
+		if kind == manifest.ProviderLocal {
+			return rt, nil
+		}
+		return releaseRuntimes(pd, kind)
+	})
 }
 
 func localTestRuntime(t *testing.T) *local.Runtime {
@@ -104,36 +95,11 @@ func localTestRuntime(t *testing.T) *local.Runtime {
 }
 
 func localEnvironmentConfig(t *testing.T, marker, greeting string) string {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf(`provider "antifailure" {}
-
-resource "antifailure_preview_environment" "this" {
-  name     = "pr-1"
-  manifest = <<-EOT
-    name: shop
-    runtime:
-      provider: local
-    services:
-      web:
-        command: [%q, "-test.run=^$"]
-        dir: %q
-        port: 8080
-        web: true
-        health: /healthz
-        env:
-          AF_TEST_LOCAL_SERVICE: web
-          AF_TEST_MARKER: %s
-          GREETING: %s
+	return `provider "antifailure" {}` + "\n" + environmentBlock("this", "pr-1", "", localServiceManifest(t, "shop", marker, greeting)+`
     egress:
       - host: api.mock.test
         mode: mock
-        response: {status: 200, body: mocked-quote}
-  EOT
-}
-`, exe, filepath.Dir(exe), marker, greeting)
+        response: {status: 200, body: mocked-quote}`)
 }
 
 // servicePids are the host pids of this test's services (found by the

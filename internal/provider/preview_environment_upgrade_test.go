@@ -1,9 +1,6 @@
 package provider
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
@@ -56,47 +53,6 @@ func code(err error) refusal.Code {
 		return rs[0].Code
 	}
 	return ""
-}
-
-// asVersion0 rewrites resource name of the test's state (under
-// TF_ACC_TEMP_DIR tmp) as version 0 recorded it: schema_version 0 and the
-// attributes edit changes, so that the next terraform command upgrades a
-// real state file.
-func asVersion0(t *testing.T, tmp, name string, edit func(attrs map[string]any)) {
-	t.Helper()
-	states, _ := filepath.Glob(filepath.Join(tmp, "*", "*", "terraform.tfstate"))
-	if len(states) == 0 {
-		states, _ = filepath.Glob(filepath.Join(tmp, "*", "terraform.tfstate"))
-	}
-	if len(states) != 1 {
-		t.Fatalf("want one state file under %s, found %v", tmp, states)
-	}
-	b, err := os.ReadFile(states[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st map[string]any
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, r := range st["resources"].([]any) {
-		if res := r.(map[string]any); res["name"] == name {
-			inst := res["instances"].([]any)[0].(map[string]any)
-			inst["schema_version"] = 0
-			edit(inst["attributes"].(map[string]any))
-			found = true
-		}
-	}
-	if !found {
-		t.Fatalf("no resource %q in %s", name, states[0])
-	}
-	if b, err = json.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(states[0], b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestImportedImages: import reads an override back only where a service

@@ -27,7 +27,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
@@ -39,7 +38,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
-	"github.com/antifailure/terraform-provider-antifailure/internal/license"
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
@@ -152,26 +150,18 @@ func dialRead(addr string) (string, error) {
 }
 
 func (n *realNode) providers(cnt *kubeRequests) map[string]func() (tfprotov6.ProviderServer, error) {
-	d := deps{
-		verifier: testVerifier(),
-		now:      func() time.Time { return testNow },
-		getenv:   func(string) string { return "" },
-		runtimes: func(pd *providerData, kind string) (runtime.Runtime, error) {
-			if kind != manifest.ProviderKubernetes {
-				return releaseRuntimes(pd, kind)
-			}
-			o := pd.k8s
-			o.ProbeImage, o.GatewayImage = n.busybox, n.gateway
-			// Test-only: no pod is ever pointed at a real outside address.
-			o.ProbePublicIPs, o.ProbeResolvers = []string{"192.0.2.10"}, []string{"198.51.100.53"}
-			o.ProbeCanaries = []string{n.canary}
-			o.ProbeTimeout = 90 * time.Second
-			return kube.New(kube.Kubeconfig{Path: pd.kubeconfig.Path}, cnt.wrap, o)
-		},
-	}
-	return map[string]func() (tfprotov6.ProviderServer, error){
-		"antifailure": providerserver.NewProtocol6WithError(newWith("test", d)()),
-	}
+	return runtimeTestProviders(func(pd *providerData, kind string) (runtime.Runtime, error) {
+		if kind != manifest.ProviderKubernetes {
+			return releaseRuntimes(pd, kind)
+		}
+		o := pd.k8s
+		o.ProbeImage, o.GatewayImage = n.busybox, n.gateway
+		// Test-only: no pod is ever pointed at a real outside address.
+		o.ProbePublicIPs, o.ProbeResolvers = []string{"192.0.2.10"}, []string{"198.51.100.53"}
+		o.ProbeCanaries = []string{n.canary}
+		o.ProbeTimeout = 90 * time.Second
+		return kube.New(kube.Kubeconfig{Path: pd.kubeconfig.Path}, cnt.wrap, o)
+	})
 }
 
 func (n *realNode) config(env string) string {
@@ -196,18 +186,7 @@ func (n *realNode) config(env string) string {
       - host: api.mock.test
         mode: mock
         response: {status: 200, body: %s}`, realNodeApp, n.busybox, n.busybox, realNodeMockBody)
-	return fmt.Sprintf(`provider "antifailure" {
-  license         = %q
-  kubeconfig_path = %q
-}
-
-resource "antifailure_preview_environment" "this" {
-  name     = %q
-  manifest = <<-EOT
-%s
-  EOT
-}
-`, testLicense(license.FeatureMultiRuntime), n.kubeconfig, env, m)
+	return kubeProviderBlock(n.kubeconfig) + environmentBlock("this", env, "", m)
 }
 
 // leftovers lists these tests' namespaces and every pod on the node outside
