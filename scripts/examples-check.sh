@@ -44,7 +44,7 @@ is_enterprise() {
 # The demo runs a command built from examples/demo/app.
 prepare() {
   case $1 in
-  examples/demo) go build -o "$2/demo-app" ./examples/demo/app ;;
+  examples/demo) go build -o "$2/app/demo-app" ./examples/demo/app ;;
   esac
 }
 
