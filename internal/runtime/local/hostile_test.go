@@ -25,6 +25,7 @@ type hostileReport struct {
 	MockBody   string            `json:"mock_body"`
 	UID        int               `json:"uid"`
 	ListRoot   string            `json:"list_root"` // listing / : the view allows it, Landlock does not
+	FillTmp    string            `json:"fill_tmp"`  // writing past viewTmpSize into /tmp: "" when it all fit
 }
 
 // runHostileService is a service that tries, on every request, each way out
@@ -41,6 +42,7 @@ func runHostileService() {
 		if _, err := os.ReadDir("/"); err != nil {
 			rep.ListRoot = err.Error()
 		}
+		rep.FillTmp = fillTmp()
 		c := &http.Client{Timeout: 5 * time.Second}
 		if resp, err := c.Get("http://api.mock.test/quote"); err == nil {
 			b, _ := io.ReadAll(resp.Body)
@@ -109,4 +111,23 @@ func dialOnce(path string) error {
 		c.Close()
 	}
 	return err
+}
+
+// fillTmp writes one MiB more than the view's /tmp may hold, then removes
+// it; it returns the write's error ("" when everything fit).
+func fillTmp() string {
+	f, err := os.Create("/tmp/fill")
+	if err != nil {
+		return err.Error()
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	mib := make([]byte, 1<<20)
+	size, _ := strconv.Atoi(strings.TrimSuffix(viewTmpSize, "m"))
+	for i := 0; i <= size; i++ {
+		if _, err := f.Write(mib); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
 }

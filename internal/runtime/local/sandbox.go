@@ -20,7 +20,7 @@ import (
 //	/usr /bin /sbin /lib* /etc  the host's, read-only (nosuid, nodev)
 //	/etc/resolv.conf            the gateway's DNS bridge on the namespace's loopback
 //	/app/<service>              services.<name>.dir, read-only; the service's working directory
-//	/tmp, /dev/shm              private, empty, writable (tmpfs, gone with the environment)
+//	/tmp, /dev/shm              private, empty, writable (tmpfs of viewTmpSize each, gone with the environment)
 //	/dev                        null zero full random urandom tty, and the fd links
 //	/proc                       a fresh proc of the environment's PID namespace
 //	/.antifailure/exe           the provider binary (the exec shim), read-only
@@ -93,7 +93,7 @@ func buildView(dir, exe string, cfg viewConfig) error {
 			return fmt.Errorf("services.%s.dir: %w", name, err)
 		}
 	}
-	if err := tmpfsAt(dir+"/tmp", "mode=1777"); err != nil {
+	if err := tmpfsAt(dir+"/tmp", "mode=1777,size="+viewTmpSize); err != nil {
 		return err
 	}
 	if err := buildDev(dir + "/dev"); err != nil {
@@ -213,6 +213,11 @@ func setAttr(path string, attr uint64, recursive bool) error {
 	return unix.MountSetattr(unix.AT_FDCWD, path, uint(flags), &unix.MountAttr{Attr_set: attr})
 }
 
+// viewTmpSize caps each of the view's writable tmpfs (/tmp, /dev/shm): a
+// tmpfs without size= may take half the host's memory, and a preview's
+// scratch space is no reason to let one environment starve the machine.
+const viewTmpSize = "64m"
+
 func tmpfsAt(dir, opts string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -248,5 +253,5 @@ func buildDev(dev string) error {
 			return err
 		}
 	}
-	return tmpfsAt(dev+"/shm", "mode=1777")
+	return tmpfsAt(dev+"/shm", "mode=1777,size="+viewTmpSize)
 }

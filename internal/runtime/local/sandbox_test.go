@@ -153,6 +153,9 @@ func TestHostileServiceFindsNoWayOut(t *testing.T) {
 			t.Logf("%-34s failed: %s", way, outcome)
 		}
 	}
+	if !strings.Contains(rep.FillTmp, "no space left on device") {
+		t.Errorf("writing past %s into /tmp inside: %q, want no space left on device", viewTmpSize, rep.FillTmp)
+	}
 	if !strings.Contains(rep.ListRoot, "permission denied") {
 		t.Errorf("listing / inside: %q, want Landlock's permission denied", rep.ListRoot)
 	}
