@@ -301,7 +301,7 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 			if planned.URLs == nil {
 				plan.URLs = state.URLs
 			}
-			if containmentDrifted(state.Containment) || updates(state, plan) {
+			if updates(state, plan) {
 				// An update may have to start the environment afresh (its
 				// supervisor or namespace is gone), which probes again and
 				// may choose another router port; objects the probe ran
@@ -318,9 +318,10 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 }
 
 // updates reports whether the plan makes Update run: something the runtime
-// acts on differs from the state.
+// acts on differs from the state, or the objects the probe ran under were
+// changed by hand (a refreshed containment verdict "drifted: …").
 func updates(state, plan previewEnvironmentModel) bool {
-	return !state.Manifest.Equal(plan.Manifest) || !state.Images.Equal(plan.Images) || !state.Services.Equal(plan.Services) ||
+	return containmentDrifted(state.Containment) || !state.Manifest.Equal(plan.Manifest) || !state.Images.Equal(plan.Images) || !state.Services.Equal(plan.Services) ||
 		!state.WaitForRollout.Equal(plan.WaitForRollout) || !state.Name.Equal(plan.Name)
 }
 
