@@ -51,8 +51,7 @@ func CheckStaticELF(what string, data []byte, p v1.Platform) error {
 }
 
 // Gateway is the egress gateway image: the provider binary itself (static,
-// CGO_ENABLED=0), run as nonroot with `gateway` as its command, as
-// Dockerfile.gateway describes. The runtime passes the gateway's flags as
+// CGO_ENABLED=0), run as nonroot with `gateway` as its command. The runtime passes the gateway's flags as
 // the container's args.
 func Gateway(binary []byte, p v1.Platform, labels map[string]string) (Spec, error) {
 	if err := CheckStaticELF("the provider binary", binary, p); err != nil {
