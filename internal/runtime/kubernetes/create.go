@@ -48,7 +48,7 @@ type creation struct {
 // is gone, and refuses saying what was created and removed again (or
 // "Nothing was created." when nothing was).
 func (r *Runtime) Create(ctx context.Context, env runtime.Environment) (runtime.State, error) {
-	if _, err := r.check(env); err != nil {
+	if err := r.Check(env); err != nil {
 		return runtime.State{}, err
 	}
 	kctx := contextFor(env)

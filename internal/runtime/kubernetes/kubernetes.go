@@ -491,13 +491,6 @@ func (r *Runtime) Planned(env runtime.Environment) runtime.State {
 // environment and the kubeconfig alone: a context that does not exist, and
 // names Kubernetes would reject.
 func (r *Runtime) Check(env runtime.Environment) error {
-	_, err := r.check(env)
-	return err
-}
-
-// check is Check, also returning the kubeconfig it read (nil on error), so
-// that Create does not read it again.
-func (r *Runtime) check(env runtime.Environment) (*clientcmdapi.Config, error) {
 	m := env.Manifest
 	var errs refusal.List
 	for _, s := range m.Services {
@@ -534,12 +527,12 @@ func (r *Runtime) check(env runtime.Environment) (*clientcmdapi.Config, error) {
 		errs = append(errs, refusal.All(err)...)
 	}
 	if len(errs) == 1 {
-		return nil, errs[0]
+		return errs[0]
 	}
 	if len(errs) > 0 {
-		return nil, errs
+		return errs
 	}
-	return cfg, nil
+	return nil
 }
 
 func isDNSLabel(s string) bool {
