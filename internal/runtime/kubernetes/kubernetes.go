@@ -138,8 +138,9 @@ const (
 	ProxyPort      = 3128
 	GatewayDNSPort = 5353
 	// CanaryPort is the gateway's canary (egress.Command's --canary): it
-	// accepts every connection, and no policy lets a service reach it, so a
-	// connection to it that completes proves the policies are not in force.
+	// accepts every connection, and no egress policy lets a service reach
+	// it (the gateway's ingress admits it), so a connection to it that
+	// completes proves the connecting pod's own policies are not in force.
 	CanaryPort        = 3129
 	ServiceDNSPort    = 53
 	gatewayConfigPath = "/etc/antifailure/egress/config.json"

@@ -138,8 +138,12 @@ func (b *builder) networkPolicies() []*networkingv1.NetworkPolicy {
 				PodSelector: gateway,
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 				Ingress: []networkingv1.NetworkPolicyIngressRule{{
-					From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &services}},
-					Ports: gatewayPorts,
+					From: []networkingv1.NetworkPolicyPeer{{PodSelector: &services}},
+					// The canary is admitted here so that only a pod's own
+					// egress policy keeps it from the canary: a blocked canary
+					// then proves that pod's rules are in force, not the
+					// gateway's (which outlive every probe pod).
+					Ports: append(slices.Clone(gatewayPorts), tcp(CanaryPort)),
 				}},
 			},
 		},
