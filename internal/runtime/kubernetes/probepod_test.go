@@ -12,9 +12,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/egress"
+	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
@@ -404,3 +406,39 @@ func contains(l []string, s string) bool {
 }
 
 func refOf(id string) runtime.Ref { return runtime.Ref{ID: id} }
+
+// TestCanaryRefusedOnlyByThePodsOwnEgress: the gateway's ingress admits the
+// canary port from the services, and no egress rule of the services admits
+// it, so a refused canary proves the connecting pod's own egress rules are in
+// force. Were the gateway's ingress to refuse it as well (as it once did), a
+// new pod whose rules were not programmed yet would still see the canary
+// refused and start counting while it could reach other tenants.
+func TestCanaryRefusedOnlyByThePodsOwnEgress(t *testing.T) {
+	m, err := manifest.Parse([]byte("name: shop\nruntime: {provider: kubernetes, domain: preview.example.com}\nservices: {web: {image: x, port: 8080, web: true}, worker: {image: x}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &builder{opts: Options{}.withDefaults(), env: runtime.Environment{Name: "pr-1", Manifest: m}, namespace: "af-shop-pr-1"}
+	admits := func(ports []networkingv1.NetworkPolicyPort) bool {
+		return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.IntValue() == CanaryPort })
+	}
+	var ingressAdmits, egressAdmits bool
+	for _, np := range b.networkPolicies() {
+		switch np.Spec.PodSelector.MatchLabels[LabelRole] {
+		case RoleGateway:
+			for _, r := range np.Spec.Ingress {
+				ingressAdmits = ingressAdmits || admits(r.Ports)
+			}
+		case RoleService:
+			for _, r := range np.Spec.Egress {
+				egressAdmits = egressAdmits || admits(r.Ports)
+			}
+		}
+	}
+	if !ingressAdmits {
+		t.Error("the gateway's ingress refuses the canary: a refused canary would not prove the pod's own rules")
+	}
+	if egressAdmits {
+		t.Error("an egress rule of the services admits the canary: a reached canary would not prove an escape")
+	}
+}
