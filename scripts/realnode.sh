@@ -73,8 +73,9 @@ wait_until() { # wait_until <seconds> <what> <cmd...>
   done
 }
 spawn() { # spawn <name> <cmd...>: own session (a job-control kill of the caller cannot end it), log + pid under $R
+  # (the log is appended to: kube-router's earlier runs stay next to the one enforce-on starts)
   local n=$1; shift
-  setsid "$@" </dev/null >"$R/logs/$n.log" 2>&1 &
+  setsid "$@" </dev/null >>"$R/logs/$n.log" 2>&1 &
   echo $! >"$R/pids/$n.pid"
 }
 alive() { [[ -f $R/pids/$1.pid ]] && kill -0 "$(cat "$R/pids/$1.pid")" 2>/dev/null; }
@@ -317,7 +318,7 @@ start_kube_router() {
   alive kube-router && return 0
   spawn kube-router "$BIN/kube-router" --kubeconfig="$KC" --hostname-override="$NODE_NAME" \
     --run-firewall=true --run-router=false --run-service-proxy=false --run-loadbalancer=false --enable-cni=false \
-    --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range="$SVC_CIDR" --health-port=0 --metrics-port=0 --v=1
+    --enable-ipv4=true --enable-ipv6=false --service-cluster-ip-range="$SVC_CIDR" --health-port=0 --metrics-port=0 --v=2 # v=2: each sync's trigger (pod, policy) is logged
   wait_until 60 "kube-router's KUBE-ROUTER-FORWARD chain" iptables -w -t filter -S KUBE-ROUTER-FORWARD ||
     { tail -30 "$R/logs/kube-router.log"; die "kube-router did not program iptables"; }
 }

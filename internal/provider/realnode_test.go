@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,7 +75,46 @@ func needRealNode(t *testing.T) *realNode {
 		t.Fatal(err)
 	}
 	n.canary = n.startCanary(t)
+	n.followProbeLogs(t)
 	return n
+}
+
+// followProbeLogs writes every probe pod's log to the test log as it runs,
+// with the kubelet's timestamps: the runtime deletes a refused probe pod, and
+// its rounds are the evidence of what got out and when.
+func (n *realNode) followProbeLogs(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	w, err := n.c.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: kube.LabelProbe + "=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(done)
+		defer w.Stop()
+		following := map[string]bool{}
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || following[string(p.UID)] || p.Status.Phase == corev1.PodPending {
+				continue
+			}
+			following[string(p.UID)] = true
+			go func(ns, name string) {
+				rc, err := n.c.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Follow: true, Timestamps: true}).Stream(ctx)
+				if err != nil {
+					return
+				}
+				defer rc.Close()
+				sc := bufio.NewScanner(rc)
+				for sc.Scan() {
+					if ctx.Err() == nil {
+						t.Logf("probe %s: %s", ns, sc.Text())
+					}
+				}
+			}(p.Namespace, p.Name)
+		}
+	}()
 }
 
 // enforce switches kube-router on or off for the whole node.
@@ -227,8 +267,9 @@ func (n *realNode) checkNothingLeft(*terraform.State) error {
 }
 
 // exec runs a command in a service's pod through the real kubelet.
-func (n *realNode) exec(ns, deploy string, cmd ...string) (string, error) {
-	args := append([]string{"--kubeconfig", n.kubeconfig, "-n", ns, "exec", "deploy/" + deploy, "--"}, cmd...)
+// exec runs cmd in target ("deploy/worker", "pod/canary") in namespace ns.
+func (n *realNode) exec(ns, target string, cmd ...string) (string, error) {
+	args := append([]string{"--kubeconfig", n.kubeconfig, "-n", ns, "exec", target, "--"}, cmd...)
 	out, err := exec.Command("kubectl", args...).CombinedOutput()
 	return string(out), err
 }
@@ -309,16 +350,29 @@ func TestAccRealNode_Enforcing(t *testing.T) {
 							return fmt.Errorf("pod %s is %s", p.Name, p.Status.Phase)
 						}
 					}
-					out, err := n.exec(ns, "worker", "wget", "-q", "-O-", "http://api.mock.test/")
+					out, err := n.exec(ns, "deploy/worker", "wget", "-q", "-O-", "http://api.mock.test/")
 					if err != nil || !strings.Contains(out, realNodeMockBody) {
 						return fmt.Errorf("worker -> mock host through the gateway: %w %q", err, out)
 					}
-					out, err = n.exec(ns, "worker", "wget", "-q", "-O-", "http://uncatalogued.example/")
+					out, err = n.exec(ns, "deploy/worker", "wget", "-q", "-O-", "http://uncatalogued.example/")
 					if err == nil || !strings.Contains(out, "403") {
 						return fmt.Errorf("worker -> an uncatalogued host was not refused by the gateway (exec: %s): %q", fmt.Sprint(err), out)
 					}
+					// The gateway's canary answers a pod whose egress nothing
+					// enforces (the canary listener's, in a namespace without
+					// policies), as it answers a new pod the enforcer has not
+					// programmed yet: only the connecting pod's own rules can
+					// refuse it, so a refused canary means they are in force.
+					gw, err := n.c.CoreV1().Services(ns).Get(context.Background(), kube.GatewayName, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					out, err = n.exec(realNodeCanaryNS, "pod/canary", "nc", "-w", "3", gw.Spec.ClusterIP, strconv.Itoa(kube.CanaryPort))
+					if err != nil || !strings.Contains(out, strings.TrimSpace(egress.CanaryReply)) {
+						return fmt.Errorf("an unpoliced pod -> the gateway's canary did not get its answer (exec: %s): %q", fmt.Sprint(err), out)
+					}
 					// And no way around the gateway: straight to the canary.
-					out, err = n.exec(ns, "worker", "nc", "-w", "3", strings.Split(n.canary, ":")[0], "8080")
+					out, err = n.exec(ns, "deploy/worker", "nc", "-w", "3", strings.Split(n.canary, ":")[0], "8080")
 					if err == nil || strings.Contains(out, realNodeCanaryMsg) {
 						return fmt.Errorf("worker reached the canary directly (exec: %s): %q", fmt.Sprint(err), out)
 					}
@@ -471,14 +525,20 @@ func TestAccRealNode_ContainmentDrift(t *testing.T) {
 						t.Fatal(err)
 					}
 				},
-				// Only the plan is checked here: the repair apply of a
-				// widened catalogue is refused AF-RUN-043 in about two runs of
-				// five (the new probe pod reaches the tenant canary on its
-				// first round), a real window during repair that is still
-				// open; the note on issue 13 records it.
-				Config:             n.config("pr-3"),
-				PlanOnly:           true,
-				ExpectNonEmptyPlan: true,
+				Config: n.config("pr-3"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{drifted("ConfigMap " + kube.GatewayConfigMap)},
+				},
+				Check: func(s *terraform.State) error {
+					cm, err := n.c.CoreV1().ConfigMaps(ns).Get(ctx, kube.GatewayConfigMap, metav1.GetOptions{})
+					if err != nil {
+						return err
+					}
+					if strings.Contains(cm.Data["config.json"], "widened.test") {
+						return fmt.Errorf("the catalogue was not restored: %s", cm.Data["config.json"])
+					}
+					return reprobed(s)
+				},
 			},
 		},
 	})

@@ -124,7 +124,7 @@ func (cr *creation) run(ctx context.Context) (runtime.State, error) {
 	cr.made = append(cr.made, "ConfigMap "+GatewayConfigMap)
 	cr.objects.addConfigMap(cm)
 	cr.step = "creating Deployment " + GatewayName
-	gw, err := c.AppsV1().Deployments(ns).Create(ctx, b.gatewayDeployment(configHash(egressCfg)), metav1.CreateOptions{})
+	gw, err := c.AppsV1().Deployments(ns).Create(ctx, b.gatewayDeployment(egressCfg, cm), metav1.CreateOptions{})
 	if err != nil {
 		return runtime.State{}, err
 	}

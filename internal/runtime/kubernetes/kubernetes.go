@@ -121,6 +121,10 @@ const (
 	// AnnotationConfigHash on the gateway's pod template rolls the gateway
 	// when the egress catalogue changes.
 	AnnotationConfigHash = "antifailure.dev/egress-config-sha256"
+	// AnnotationConfigVersion on the gateway's pod template is the
+	// resourceVersion of the ConfigMap it reads: it rolls the gateway when
+	// the ConfigMap is rewritten, also to the same catalogue (a repair).
+	AnnotationConfigVersion = "antifailure.dev/egress-config-version"
 )
 
 // Names of the objects the runtime itself owns inside the namespace. Service
@@ -138,9 +142,10 @@ const (
 	ProxyPort      = 3128
 	GatewayDNSPort = 5353
 	// CanaryPort is the gateway's canary (egress.Command's --canary): it
-	// accepts every connection, and no egress policy lets a service reach
-	// it (the gateway's ingress admits it), so a connection to it that
-	// completes proves the connecting pod's own policies are not in force.
+	// accepts every connection, the gateway's ingress admits it from any
+	// source, and no egress policy lets a service reach it, so a connection
+	// to it that completes proves the connecting pod's own policies are not
+	// in force, and a refused one that they are.
 	CanaryPort        = 3129
 	ServiceDNSPort    = 53
 	gatewayConfigPath = "/etc/antifailure/egress/config.json"

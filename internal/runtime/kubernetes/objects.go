@@ -137,14 +137,18 @@ func (b *builder) networkPolicies() []*networkingv1.NetworkPolicy {
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: gateway,
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-				Ingress: []networkingv1.NetworkPolicyIngressRule{{
-					From: []networkingv1.NetworkPolicyPeer{{PodSelector: &services}},
-					// The canary is admitted here so that only a pod's own
-					// egress policy keeps it from the canary: a blocked canary
-					// then proves that pod's rules are in force, not the
-					// gateway's (which outlive every probe pod).
-					Ports: append(slices.Clone(gatewayPorts), tcp(CanaryPort)),
-				}},
+				Ingress: []networkingv1.NetworkPolicyIngressRule{
+					{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &services}}, Ports: gatewayPorts},
+					// The canary from any source, so that only the connecting
+					// pod's own egress policy can refuse it: a refused canary
+					// then proves that pod's rules are in force. Admitting
+					// only the services would not do: a new pod the enforcer
+					// has not programmed yet is not yet one of the services
+					// to the gateway's ingress either, and would see the
+					// canary refused while it could reach other tenants. The
+					// canary only accepts and answers a fixed line.
+					{Ports: []networkingv1.NetworkPolicyPort{tcp(CanaryPort)}},
+				},
 			},
 		},
 		{
@@ -255,7 +259,13 @@ func restricted(uid int64) *corev1.SecurityContext {
 	}
 }
 
-func (b *builder) gatewayDeployment(hash string) *appsv1.Deployment {
+// gatewayDeployment is the egress gateway, reading the catalogue in cm. The
+// gateway reads it only when it starts, so the pod template carries both the
+// catalogue's hash and the ConfigMap's resourceVersion as written: a
+// catalogue restored after a change by hand (same hash, new version) rolls
+// the gateway too, and a pod that restarted while the ConfigMap was widened
+// never keeps serving the widened catalogue.
+func (b *builder) gatewayDeployment(cfg egress.Config, cm *corev1.ConfigMap) *appsv1.Deployment {
 	sel := map[string]string{LabelManagedBy: ManagedBy, LabelRole: RoleGateway}
 	podLabels := b.labels(LabelRole, RoleGateway)
 	return &appsv1.Deployment{
@@ -265,7 +275,7 @@ func (b *builder) gatewayDeployment(hash string) *appsv1.Deployment {
 			Selector:                &metav1.LabelSelector{MatchLabels: sel},
 			ProgressDeadlineSeconds: ptr(int32(b.opts.ProgressDeadline.Seconds())),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{AnnotationConfigHash: hash}},
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{AnnotationConfigHash: configHash(cfg), AnnotationConfigVersion: cm.ResourceVersion}},
 				Spec: corev1.PodSpec{
 					AutomountServiceAccountToken:  ptr(false),
 					EnableServiceLinks:            ptr(false),

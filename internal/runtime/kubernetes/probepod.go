@@ -198,11 +198,13 @@ for c in nc nslookup wget timeout grep tr cut cat; do
   command -v "$c" >/dev/null 2>&1 || { echo "AFPROBE-ERROR the probe image lacks $c"; exit 2; }
 done
 # Wait, as every service pod's init container does, until this pod's rules
-# are in force (the canary stops answering), at most one window: the rounds
-# then measure what a service's application can reach. A canary that never
-# stops answering is then reported by the rounds as an escape.
+# are in force (the gateway's proxy answers and its canary, which admits any
+# source, does not), at most one window: the rounds then measure what a
+# service's application can reach. A canary that never stops answering is
+# then reported by the rounds as an escape, a proxy that never answers as a
+# failed control.
 s0=$(cs); n=0
-while nc -w "$T" "$AF_PROBE_CANARY" @CANARYPORT@ </dev/null >/dev/null 2>&1; do
+until nc -w "$T" "$AF_PROBE_CANARY" @PROXYPORT@ </dev/null >/dev/null 2>&1 && ! nc -w "$T" "$AF_PROBE_CANARY" @CANARYPORT@ </dev/null >/dev/null 2>&1; do
   [ $(( ($(cs) - s0) / 100 )) -ge "$W" ] && break
   sleep 0.2
 done
@@ -233,7 +235,7 @@ func shellQuote(s string) string {
 // probeScript renders the plan as a busybox sh script.
 func probeScript(plan []plannedAttempt) string {
 	var b strings.Builder
-	b.WriteString(strings.NewReplacer("@CONTROLHOST@", egress.ControlHost, "@CANARYPORT@", strconv.Itoa(CanaryPort)).Replace(probeScriptHead))
+	b.WriteString(strings.NewReplacer("@CONTROLHOST@", egress.ControlHost, "@CANARYPORT@", strconv.Itoa(CanaryPort), "@PROXYPORT@", strconv.Itoa(ProxyPort)).Replace(probeScriptHead))
 	for i, a := range plan {
 		target := shellQuote(a.Target)
 		if strings.HasPrefix(a.Target, HostIPTarget) {

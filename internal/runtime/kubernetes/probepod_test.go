@@ -408,11 +408,13 @@ func contains(l []string, s string) bool {
 func refOf(id string) runtime.Ref { return runtime.Ref{ID: id} }
 
 // TestCanaryRefusedOnlyByThePodsOwnEgress: the gateway's ingress admits the
-// canary port from the services, and no egress rule of the services admits
-// it, so a refused canary proves the connecting pod's own egress rules are in
-// force. Were the gateway's ingress to refuse it as well (as it once did), a
-// new pod whose rules were not programmed yet would still see the canary
-// refused and start counting while it could reach other tenants.
+// canary port from any source, and no egress rule of the services admits it,
+// so a refused canary proves the connecting pod's own egress rules are in
+// force. Were the gateway's ingress to admit it only from the services (as it
+// once did), a new pod the enforcer had not programmed yet (not yet one of
+// the services to the gateway's ingress) would see the canary refused and
+// start counting while it could reach other tenants; were it to refuse it
+// altogether (as before that), every pod would.
 func TestCanaryRefusedOnlyByThePodsOwnEgress(t *testing.T) {
 	m, err := manifest.Parse([]byte("name: shop\nruntime: {provider: kubernetes, domain: preview.example.com}\nservices: {web: {image: x, port: 8080, web: true}, worker: {image: x}}\n"))
 	if err != nil {
@@ -422,12 +424,12 @@ func TestCanaryRefusedOnlyByThePodsOwnEgress(t *testing.T) {
 	admits := func(ports []networkingv1.NetworkPolicyPort) bool {
 		return slices.ContainsFunc(ports, func(p networkingv1.NetworkPolicyPort) bool { return p.Port != nil && p.Port.IntValue() == CanaryPort })
 	}
-	var ingressAdmits, egressAdmits bool
+	var ingressAdmitsAnySource, egressAdmits bool
 	for _, np := range b.networkPolicies() {
 		switch np.Spec.PodSelector.MatchLabels[LabelRole] {
 		case RoleGateway:
 			for _, r := range np.Spec.Ingress {
-				ingressAdmits = ingressAdmits || admits(r.Ports)
+				ingressAdmitsAnySource = ingressAdmitsAnySource || (admits(r.Ports) && len(r.From) == 0)
 			}
 		case RoleService:
 			for _, r := range np.Spec.Egress {
@@ -435,8 +437,8 @@ func TestCanaryRefusedOnlyByThePodsOwnEgress(t *testing.T) {
 			}
 		}
 	}
-	if !ingressAdmits {
-		t.Error("the gateway's ingress refuses the canary: a refused canary would not prove the pod's own rules")
+	if !ingressAdmitsAnySource {
+		t.Error("the gateway's ingress does not admit the canary from any source: a refused canary would not prove the pod's own rules")
 	}
 	if egressAdmits {
 		t.Error("an egress rule of the services admits the canary: a reached canary would not prove an escape")

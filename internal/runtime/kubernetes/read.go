@@ -314,7 +314,7 @@ func (u *updater) run(ctx context.Context, r *Runtime, b *builder) error {
 			u.observed.addGateway(&deps.Items[i])
 		}
 	}
-	wantDep := []*appsv1.Deployment{b.gatewayDeployment(configHash(cfg))}
+	wantDep := []*appsv1.Deployment{b.gatewayDeployment(cfg, cm)}
 	for _, s := range b.env.Manifest.Services {
 		wantDep = append(wantDep, b.serviceDeployment(s))
 	}
