@@ -165,13 +165,15 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 				MarkdownDescription: "The containment probe's result from when the environment was created: the verdict, every attempt and how long the probe took.",
 				Attributes: map[string]schema.Attribute{
 					"verdict": computedString("`contained` (anything else refuses the environment). On refresh, `drifted: <what>` when a NetworkPolicy, the gateway's " +
-						"catalogue or its Deployment differs from what the probe ran under (changed, deleted or added by hand): the next apply restores them and probes again."),
+						"catalogue or its Deployment differs from what the probe ran under (changed, deleted or added by hand): the next apply restores them and probes again. " +
+						"When that probe does not find the environment contained, the apply refuses (`AF-RUN-043`…), the services are stopped (scaled to zero) and a refresh reports " +
+						"the probe's verdict (e.g. `escaped`): the next apply probes again before it starts them."),
 					"duration_ms": schema.Int64Attribute{Computed: true, MarkdownDescription: "How long the probe ran, in milliseconds."},
 					"attempts": schema.ListNestedAttribute{
 						Computed:            true,
 						MarkdownDescription: "Every attempt: what it tried to reach, how, and what happened.",
 						NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
-							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host` (the local runtime's host), `node` (the pod's own node: reported, never deciding, since NetworkPolicy does not apply between a pod and its node), `tenant`, `canary` (the gateway's canary port, which no policy admits services to), or `control` (the positive control: the egress gateway)."),
+							"category": computedString("What the attempt tried to reach: `public`, `resolver`, `public-name`, `metadata`, `control-plane`, `host` (the local runtime's host), `node` (the pod's own node: reported, never deciding, since NetworkPolicy does not apply between a pod and its node), `tenant`, `canary` (the gateway's canary port, which no egress policy admits services to and which accepts any other source), or `control` (the positive control: the egress gateway)."),
 							"method":   computedString("How: `tcp`, `udp-dns`, `tcp-dns`, `dns-lookup`, `http`, `unix` (a host Unix socket; the target is its path)."),
 							"target":   computedString("The literal address (or, for a lookup, the name)."),
 							"outcome":  computedString("`blocked`, `escaped` or `inconclusive` (never contained) for escape attempts; `node-reached` for a node attempt that got through; `reached` or `failed` for the control."),
@@ -318,10 +320,10 @@ func (r *previewEnvironmentResource) ModifyPlan(ctx context.Context, req resourc
 }
 
 // updates reports whether the plan makes Update run: something the runtime
-// acts on differs from the state, or the objects the probe ran under were
-// changed by hand (a refreshed containment verdict "drifted: …").
+// acts on differs from the state, or the refreshed containment is not
+// proven (objects it ran under changed by hand, or a refused re-probe).
 func updates(state, plan previewEnvironmentModel) bool {
-	return containmentDrifted(state.Containment) || !state.Manifest.Equal(plan.Manifest) || !state.Images.Equal(plan.Images) || !state.Services.Equal(plan.Services) ||
+	return containmentUnproven(state.Containment) || !state.Manifest.Equal(plan.Manifest) || !state.Images.Equal(plan.Images) || !state.Services.Equal(plan.Services) ||
 		!state.WaitForRollout.Equal(plan.WaitForRollout) || !state.Name.Equal(plan.Name)
 }
 

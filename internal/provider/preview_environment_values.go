@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
-	"github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 )
 
 // The translation between what the runtimes observe and the resource's
@@ -95,12 +93,14 @@ func containmentValue(res probe.Result, diags *diag.Diagnostics) types.Object {
 	return obj
 }
 
-// containmentDrifted reports a refreshed containment whose verdict names
-// objects that differ from what the probe ran under.
-func containmentDrifted(o types.Object) bool {
+// containmentUnproven reports a refreshed containment that is not
+// `contained`: objects the probe ran under changed by hand ("drifted: …"),
+// or a probe during an update that refused the environment (its services
+// were stopped). Either way the next apply must probe again.
+func containmentUnproven(o types.Object) bool {
 	if o.IsNull() || o.IsUnknown() {
 		return false
 	}
 	v, ok := o.Attributes()["verdict"].(types.String)
-	return ok && strings.HasPrefix(v.ValueString(), kubernetes.DriftedPrefix)
+	return ok && !v.IsNull() && !v.IsUnknown() && v.ValueString() != string(probe.Contained)
 }

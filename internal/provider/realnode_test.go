@@ -430,10 +430,13 @@ func TestAccRealNode_NotEnforcing(t *testing.T) {
 // hand, each show in the next plan as an in-place update whose containment
 // verdict names what differs; the apply restores the object and runs the
 // probe again (a new probe result on the namespace) before the environment
-// counts as contained.
+// counts as contained. Then, with enforcement stopped, a repair's probe gets
+// out: AF-RUN-043 and the services stopped; with enforcement back the next
+// apply probes again and starts them.
 func TestAccRealNode_ContainmentDrift(t *testing.T) {
 	n := needRealNode(t)
 	n.enforce(t, true)
+	t.Cleanup(func() { n.enforce(t, true) })
 	var cnt kubeRequests
 	ctx := context.Background()
 	var ns, lastProbe string
@@ -536,6 +539,46 @@ func TestAccRealNode_ContainmentDrift(t *testing.T) {
 					}
 					if strings.Contains(cm.Data["config.json"], "widened.test") {
 						return fmt.Errorf("the catalogue was not restored: %s", cm.Data["config.json"])
+					}
+					return reprobed(s)
+				},
+			},
+			{
+				// Enforcement stops and a policy is deleted: the repair's
+				// probe gets out, and the refusal stops the services.
+				PreConfig: func() {
+					n.enforce(t, false)
+					if err := n.c.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "af-default-deny", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config:      n.config("pr-3"),
+				ExpectError: regexp.MustCompile(`(?s)AF-RUN-043.*services\s+were\s+stopped`),
+			},
+			{
+				// Enforcement back: the plan updates the stopped environment,
+				// and the apply probes again before the services start.
+				PreConfig: func() {
+					n.enforce(t, true)
+					deps, err := n.c.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRole + "=" + kube.RoleService})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, d := range deps.Items {
+						if *d.Spec.Replicas != 0 {
+							t.Errorf("service %s wants %d replicas after the refused repair, want 0", d.Name, *d.Spec.Replicas)
+						}
+					}
+				},
+				Config: n.config("pr-3"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{
+					PreApply: []plancheck.PlanCheck{plancheck.ExpectResourceAction("antifailure_preview_environment.this", plancheck.ResourceActionUpdate)},
+				},
+				Check: func(s *terraform.State) error {
+					for _, svc := range []string{"web", "worker"} {
+						if stateAttr(s, "services."+svc+".running") != "true" {
+							return fmt.Errorf("service %s not running after the repair", svc)
+						}
 					}
 					return reprobed(s)
 				},

@@ -13,6 +13,7 @@ import (
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testenv/standin"
 )
 
 // TestUpdate_KubeletStandIn_ContainmentDrift: containment objects changed
@@ -125,5 +126,50 @@ func TestUpdate_KubeletStandIn_ContainmentDrift(t *testing.T) {
 	}
 	if v := gatewayVersion(); v == v0 {
 		t.Error("the gateway was not rolled onto the restored catalogue: it reads it only at start")
+	}
+
+	// The next repair's probe gets out: the refusal stops every service
+	// (the gateway keeps running), the refresh reports the verdict, and the
+	// repair after that probes again although the objects are as restored,
+	// then starts the services.
+	if err := eu.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "af-services-to-gateway", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	withProbe(standin.Escaped, func() {
+		_, err = r.Update(ctx, env, st.Ref)
+	})
+	if code(err) != probe.Escaped {
+		t.Fatalf("Update with an escaping probe = %v, want %s", err, probe.Escaped)
+	}
+	if !strings.Contains(err.Error(), "services were stopped") {
+		t.Errorf("the refusal does not say the services were stopped: %v", err)
+	}
+	got, err = r.Read(ctx, st.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Containment.Verdict == probe.Contained {
+		t.Error("after a refused re-probe a refresh still reads contained")
+	}
+	for name, s := range got.Services {
+		if s.Running || s.Replicas != 0 {
+			t.Errorf("service %s after a refused re-probe: %+v, want stopped", name, s)
+		}
+	}
+	if d, err := eu.AppsV1().Deployments(ns).Get(ctx, kube.GatewayName, metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 1 {
+		t.Errorf("the gateway should keep running: %v", err)
+	}
+	rec1 := probeRecord()
+	got, err = r.Update(ctx, env, st.Ref)
+	if err != nil {
+		t.Fatalf("Update after the isolation was fixed: %v", err)
+	}
+	if probeRecord() == rec1 || got.Containment.Verdict != probe.Contained {
+		t.Errorf("the Update after a refused re-probe did not probe again: %q", got.Containment.Verdict)
+	}
+	for name, s := range got.Services {
+		if !s.Running || s.Replicas != 1 {
+			t.Errorf("service %s after the fixed repair: %+v, want running", name, s)
+		}
 	}
 }

@@ -2,12 +2,16 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
 
@@ -17,6 +21,8 @@ import (
 // them (a new catalogue, a web service's policy): the environment counts as
 // contained again only once a probe, under the restored rules, says so. A
 // namespace without a record (created before it existed) is probed too.
+// It runs before the services are written (Update), and a probe that does not
+// find the environment contained stops them.
 func (u *updater) reprobe(ctx context.Context, r *Runtime, b *builder, ref runtime.Ref, nsObj *corev1.Namespace) error {
 	if rec, ok := recorded(nsObj); ok && len(drift(rec, u.observed)) == 0 && len(drift(rec, u.written)) == 0 {
 		return nil
@@ -55,7 +61,13 @@ func (u *updater) reprobe(ctx context.Context, r *Runtime, b *builder, ref runti
 	}
 	if rf := res.Refusal(""); rf != nil {
 		_ = u.deleteProbePod(context.WithoutCancel(ctx))
-		rf.Created = "The environment still exists and its services keep running, but its containment is no longer proven: fix the network isolation and apply again, or destroy the environment."
+		rf.Created = "The environment still exists, but its containment is no longer proven, so its services were stopped (scaled to zero; the gateway keeps running): fix the network isolation and apply again (the services start once the probe finds the environment contained), or destroy the environment."
+		if err := u.recordUnproven(context.WithoutCancel(ctx), res); err != nil {
+			rf.Created += " Recording the probe's result on the namespace failed (" + err.Error() + "): the next refresh may still show the earlier verdict."
+		}
+		if failed := u.stopServices(context.WithoutCancel(ctx)); len(failed) > 0 {
+			rf.Created = "The environment still exists and its containment is no longer proven; stopping its services failed for " + strings.Join(failed, "; ") + ": they may still run. Destroy the environment, or fix the network isolation and apply again."
+		}
 		return rf
 	}
 	u.step = "recording the containment result on the namespace"
@@ -69,4 +81,21 @@ func (u *updater) deleteProbePod(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// recordUnproven writes a refused probe result on the namespace and drops
+// the record of the objects it ran under: a refresh then reports the verdict
+// (so the next plan updates the environment), and the next Update probes
+// again whatever it finds, instead of taking the restored objects for proven
+// ones.
+func (u *updater) recordUnproven(ctx context.Context, res probe.Result) error {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+		AnnotationContainment: string(raw), AnnotationContainmentObjects: nil,
+	}}})
+	_, err = u.c.CoreV1().Namespaces().Patch(ctx, u.ns, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
