@@ -36,6 +36,9 @@ type Capture struct {
 	Headers map[string][]string `json:"headers"`
 	// Redacted names the credential headers that were left out.
 	Redacted []string `json:"redacted,omitempty"`
+	// RedactedPath: path segments that looked like credentials (RedactPath)
+	// were replaced by REDACTED.
+	RedactedPath bool `json:"redacted_path,omitempty"`
 	// RedactedQuery and RedactedFields name the query parameters and the
 	// body fields ($.a.b for JSON) whose values were replaced by REDACTED.
 	RedactedQuery  []string `json:"redacted_query,omitempty"`
@@ -69,7 +72,9 @@ func (g *Gateway) capture(w http.ResponseWriter, r *http.Request, m Match) {
 		BodyBytes: int64(len(body)) + rest, Truncated: rest > 0,
 	}
 	var cutPath, cutQuery bool
-	c.Path, cutPath = cut(r.URL.Path, maxRecordedText)
+	path, redactedPath := RedactPath(r.URL.Path)
+	c.Path, cutPath = cut(path, maxRecordedText)
+	c.RedactedPath = redactedPath
 	query, names := red.pairs(r.URL.RawQuery)
 	c.Query, cutQuery = cut(query, maxRecordedText)
 	c.RedactedQuery = names

@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/manifest"
 )
@@ -39,9 +41,16 @@ func captureConfig(t testing.TB, limit int, max int64, redact ...string) Config 
 // capture file; what was redacted is named.
 func TestCaptureRedactsCredentials(t *testing.T) {
 	cfg := captureConfig(t, 4096, 0, "X-Tenant-*", "account_number")
-	_, gw := startGateway(t, cfg, noForwarding)
+	g, gw := startGateway(t, cfg, noForwarding)
+	logPath := filepath.Join(t.TempDir(), "egress.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	g.Log = logFile
 	c := proxyClient(gw)
-	secrets := []string{"tok-q1", "sig-q2", "key-q3", "pw-j1", "at-j2", "nested-j3", "cut-j4", "form-f1", "hdr-h1", "hdr-h2", "acct-j5", "tenant-h3", "code-q4"}
+	secrets := []string{"tok-q1", "sig-q2", "key-q3", "pw-j1", "at-j2", "nested-j3", "cut-j4", "form-f1", "hdr-h1", "hdr-h2", "acct-j5", "tenant-h3", "code-q4", "xoxbA1b2C3d4E5f6G7h8I9j0"}
 	do(t, c, "GET", "http://hooks.capture.test/cb?access_token=tok-q1&sig=sig-q2&key=key-q3&code=code-q4&page=2", "", map[string]string{
 		"X-Stripe-Key": "hdr-h1", "Authorization": "Bearer hdr-h2", "X-Tenant-Id": "tenant-h3", "X-Request-Id": "r-1",
 	})
@@ -50,6 +59,8 @@ func TestCaptureRedactsCredentials(t *testing.T) {
 	// Cut at the record cap, so it does not parse: redacted by its pairs.
 	do(t, c, "POST", "http://hooks.capture.test/big", `{"client_secret":"cut-j4","pad":"`+strings.Repeat("x", 5000)+`"}`, map[string]string{"Content-Type": "application/json"})
 	do(t, c, "POST", "http://hooks.capture.test/form", "user=ann&password=form-f1", map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
+	// A webhook whose secret is in the path.
+	do(t, c, "POST", "http://hooks.capture.test/services/T0AB12CD3/B0CD34EF5/xoxbA1b2C3d4E5f6G7h8I9j0", `{"text":"hi"}`, map[string]string{"Content-Type": "application/json"})
 
 	raw, err := os.ReadFile(cfg.CaptureFile)
 	if err != nil {
@@ -60,8 +71,21 @@ func TestCaptureRedactsCredentials(t *testing.T) {
 			t.Errorf("secret %q reached the capture file", s)
 		}
 	}
+	// The gateway logs a decision after it answers: wait for all five.
+	var decisions []byte
+	for deadline := time.Now().Add(5 * time.Second); bytes.Count(decisions, []byte("\n")) < 5 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		decisions, _ = os.ReadFile(logPath)
+	}
+	if !bytes.Contains(decisions, []byte("/services/T0AB12CD3/B0CD34EF5/REDACTED")) {
+		t.Errorf("the decision log does not hold the redacted webhook path:\n%s", decisions)
+	}
+	for _, s := range secrets {
+		if bytes.Contains(decisions, []byte(s)) {
+			t.Errorf("secret %q reached the decision log", s)
+		}
+	}
 	caps, err := ReadCaptures(strings.NewReader(string(raw)))
-	if err != nil || len(caps) != 4 {
+	if err != nil || len(caps) != 5 {
 		t.Fatalf("%d captures: %v", len(caps), err)
 	}
 	q := caps[0]
@@ -85,6 +109,27 @@ func TestCaptureRedactsCredentials(t *testing.T) {
 	}
 	if f := caps[3]; f.Body != "user=ann&password=REDACTED" || !reflect.DeepEqual(f.RedactedFields, []string{"password"}) {
 		t.Errorf("form %q %v", f.Body, f.RedactedFields)
+	}
+	if w := caps[4]; w.Path != "/services/T0AB12CD3/B0CD34EF5/REDACTED" || !w.RedactedPath || w.RedactedPath == caps[3].RedactedPath {
+		t.Errorf("webhook path %q redacted %v", w.Path, w.RedactedPath)
+	}
+}
+
+func TestRedactPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/services/T0AB12CD3/B0CD34EF5/xoxbA1b2C3d4E5f6G7h8I9j0":       "/services/T0AB12CD3/B0CD34EF5/REDACTED",
+		"/api/webhooks/123456789012345678/aB3dEf6hIjK9mNoP-qRsT_uV":    "/api/webhooks/123456789012345678/REDACTED",
+		"/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage": "/REDACTED/sendMessage",
+		"/v1/charges":                       "/v1/charges",
+		"/repos/acme/shop/contents/README":  "/repos/acme/shop/contents/README",
+		"/orders/1234567890123456789/items": "/orders/1234567890123456789/items",
+		"/internationalization-settings":    "/internationalization-settings",
+		"/":                                 "/",
+	} {
+		got, changed := RedactPath(in)
+		if got != want || changed != (in != want) {
+			t.Errorf("RedactPath(%q) = %q, %v; want %q", in, got, changed, want)
+		}
 	}
 }
 

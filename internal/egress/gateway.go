@@ -174,6 +174,7 @@ func (g *Gateway) logDecision(d Decision) {
 		return
 	}
 	d.Time = g.now().UTC()
+	d.Path, _ = RedactPath(d.Path)
 	b, _ := json.Marshal(d)
 	g.logMu.Lock()
 	defer g.logMu.Unlock()

@@ -180,3 +180,44 @@ func (r redactor) walk(v any, at string, names *[]string) any {
 	}
 	return v
 }
+
+// minSecretSegment is the shortest path segment read as a credential.
+const minSecretSegment = 16
+
+// RedactPath replaces every path segment that looks like a credential
+// rather than a name with REDACTED: at least 16 characters holding both
+// letters and digits. Webhook URLs carry their secret in the path (Slack's
+// /services/T…/B…/<token>, Discord's /api/webhooks/<id>/<token>, Telegram's
+// /bot<id>:<token>/…); an all-digit id or a word stays, a UUID does not
+// (erring on the side of the secret). It reports whether anything was
+// replaced.
+func RedactPath(p string) (string, bool) {
+	segs := strings.Split(p, "/")
+	changed := false
+	for i, s := range segs {
+		if secretSegment(s) {
+			segs[i] = Redacted
+			changed = true
+		}
+	}
+	if !changed {
+		return p, false
+	}
+	return strings.Join(segs, "/"), true
+}
+
+func secretSegment(s string) bool {
+	if len(s) < minSecretSegment {
+		return false
+	}
+	var letter, digit bool
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			digit = true
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letter = true
+		}
+	}
+	return letter && digit
+}

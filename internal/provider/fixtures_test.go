@@ -24,6 +24,7 @@ import (
 	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv/standin"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testfixture"
 )
 
 // The fixtures the preview environment acceptance tests share (local,
@@ -98,36 +99,7 @@ func kubeProviderBlock(path string) string {
 
 // The application is "tfshop" so that these tests' namespaces (af-tfshop-…)
 // never mix with the runtime package's (af-shop-…) on a shared testenv.
-const kubeManifest = `    name: tfshop
-    runtime:
-      provider: kubernetes
-      domain: preview.example.com
-      requires:
-        region: eu-west-1
-      targets:
-        - name: frankfurt
-          kubeconfig_context: eu-prod
-          domain: eu.preview.example.com
-          tags: {region: eu-west-1}
-        - name: virginia
-          kubeconfig_context: us-prod
-          domain: us.preview.example.com
-          tags: {region: us-east-1}
-    services:
-      web:
-        image: ghcr.io/acme/shop:1.4.2
-        command: ["./shop", "serve"]
-        port: 8080
-        web: true
-        health: /healthz
-      worker:
-        image: ghcr.io/acme/shop:1.4.2
-        command: ["./shop", "work"]
-    egress:
-      - host: api.stripe.com
-        mode: sandbox
-      - host: hooks.slack.com
-        mode: capture`
+var kubeManifest = testfixture.Indent(testfixture.Shop("tfshop", 2), "    ")
 
 // kubeRequests counts the Kubernetes runtime's API requests in these tests.
 type kubeRequests struct {

@@ -11,32 +11,11 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/license"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testfixture"
 )
 
 // seedManifest is the source text's two-target manifest.
-const seedManifest = `name: shop
-runtime:
-  provider: kubernetes
-  domain: preview.example.com
-  requires:
-    region: eu-west-1
-  targets:
-    - name: frankfurt
-      kubeconfig_context: eu-prod
-      domain: eu.preview.example.com
-      tags:
-        region: eu-west-1
-    - name: virginia
-      kubeconfig_context: us-prod
-      domain: us.preview.example.com
-      tags:
-        region: us-east-1
-services:
-  web:
-    image: ghcr.io/acme/shop:1.4.2
-    port: 8080
-    web: true
-`
+var seedManifest = testfixture.Shop("shop", 1)
 
 func placementConfig(providerBlock, manifest string) string {
 	return providerBlock + `

@@ -23,6 +23,7 @@ import (
 	kube "github.com/antifailure/terraform-provider-antifailure/internal/runtime/kubernetes"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv"
 	"github.com/antifailure/terraform-provider-antifailure/internal/testenv/standin"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testfixture"
 )
 
 var te *testenv.Env
@@ -84,50 +85,9 @@ func withProbe(r standin.ProbeResult, f func()) {
 	f()
 }
 
-// shopManifest is the seed's two-target manifest with n services: web (a web
-// service) and worker, then svc-3 … svc-n.
-func shopManifest(n int) string {
-	var b strings.Builder
-	b.WriteString(`name: shop
-runtime:
-  provider: kubernetes
-  domain: preview.example.com
-  requires:
-    region: eu-west-1
-  targets:
-    - name: frankfurt
-      kubeconfig_context: eu-prod
-      domain: eu.preview.example.com
-      tags: {region: eu-west-1}
-    - name: virginia
-      kubeconfig_context: us-prod
-      domain: us.preview.example.com
-      tags: {region: us-east-1}
-services:
-  web:
-    image: ghcr.io/acme/shop:1.4.2
-    command: ["./shop", "serve"]
-    port: 8080
-    web: true
-    env: {LOG_LEVEL: debug}
-    health: /healthz
-`)
-	if n >= 2 {
-		b.WriteString("  worker:\n    image: ghcr.io/acme/shop:1.4.2\n    command: [\"./shop\", \"work\"]\n")
-	}
-	for i := 3; i <= n; i++ {
-		fmt.Fprintf(&b, "  svc-%d:\n    image: ghcr.io/acme/shop:1.4.2\n", i)
-	}
-	b.WriteString(`egress:
-  - host: api.stripe.com
-    mode: sandbox
-  - host: "*.githubusercontent.com"
-    mode: allow
-  - host: hooks.slack.com
-    mode: capture
-`)
-	return b.String()
-}
+// shopManifest is the seed manifest (testfixture.Shop) with n services:
+// web (a web service) and worker, then svc-3 … svc-n.
+func shopManifest(n int) string { return testfixture.Shop("shop", n) }
 
 func environment(t testing.TB, yaml, name string) runtime.Environment {
 	t.Helper()
