@@ -317,3 +317,20 @@ func TestAccPreviewEnvironment_local(t *testing.T) {
 		},
 	})
 }
+
+// TestAccPreviewEnvironment_local_imagesRefusedAtPlan: images means nothing
+// to the local runtime (it runs commands), so setting it is refused at plan
+// on the images attribute rather than silently ignored; nothing is created.
+func TestAccPreviewEnvironment_local_imagesRefusedAtPlan(t *testing.T) {
+	rt := localTestRuntime(t)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: localTestProviders(rt),
+		Steps: []resource.TestStep{{
+			Config: `provider "antifailure" {}` + "\n" + environmentBlock("this", "pr-1", `  images   = { web = "ghcr.io/acme/shop:pr-7" }`+"\n",
+				localServiceManifest(t, "shop", "images-refused", "hello")),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+			ExpectError:        regexp.MustCompile(`(?s)AF-RUN-082 images sets web, but the local runtime runs commands.*\d+:\s+images\s+=.*Next: Remove images.*Nothing was created`),
+		}},
+	})
+}

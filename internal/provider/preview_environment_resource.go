@@ -119,7 +119,7 @@ func (r *previewEnvironmentResource) Schema(ctx context.Context, _ resource.Sche
 			"images": schema.MapAttribute{
 				Optional:            true,
 				ElementType:         types.StringType,
-				MarkdownDescription: "Image overrides by service name (for example the image a pull request built). Changed in place. A name that is not a service in the manifest is refused.",
+				MarkdownDescription: "Image overrides by service name (for example the image a pull request built). Changed in place. A name that is not a service in the manifest is refused; so is `images` on an environment of `runtime.provider: local`, which runs commands, not images (`AF-RUN-082`, at plan).",
 			},
 			"wait_for_rollout": schema.BoolAttribute{
 				Optional:            true,

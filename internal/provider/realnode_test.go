@@ -25,6 +25,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,19 +80,29 @@ func needRealNode(t *testing.T) *realNode {
 	return n
 }
 
-// followProbeLogs writes every probe pod's log to the test log as it runs,
-// with the kubelet's timestamps: the runtime deletes a refused probe pod, and
-// its rounds are the evidence of what got out and when.
+// followProbeLogs keeps every probe pod's log, with the kubelet's
+// timestamps, and writes it to the test log when the test fails: the runtime
+// deletes a refused probe pod, and its rounds are the evidence of what got
+// out and when (set REALNODE_PROBE_LOGS=1 to see them always).
 func (n *realNode) followProbeLogs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	var mu sync.Mutex
+	var lines []string
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if t.Failed() || os.Getenv("REALNODE_PROBE_LOGS") != "" {
+			t.Logf("probe pod logs:\n%s", strings.Join(lines, "\n"))
+		}
+	})
 	w, err := n.c.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: kube.LabelProbe + "=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	wg.Add(1)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		defer w.Stop()
 		following := map[string]bool{}
 		for ev := range w.ResultChan() {
@@ -100,7 +111,9 @@ func (n *realNode) followProbeLogs(t *testing.T) {
 				continue
 			}
 			following[string(p.UID)] = true
+			wg.Add(1)
 			go func(ns, name string) {
+				defer wg.Done()
 				rc, err := n.c.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Follow: true, Timestamps: true}).Stream(ctx)
 				if err != nil {
 					return
@@ -108,9 +121,9 @@ func (n *realNode) followProbeLogs(t *testing.T) {
 				defer rc.Close()
 				sc := bufio.NewScanner(rc)
 				for sc.Scan() {
-					if ctx.Err() == nil {
-						t.Logf("probe %s: %s", ns, sc.Text())
-					}
+					mu.Lock()
+					lines = append(lines, ns+": "+sc.Text())
+					mu.Unlock()
 				}
 			}(p.Namespace, p.Name)
 		}

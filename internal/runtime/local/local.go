@@ -46,6 +46,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -108,6 +109,16 @@ func (r *Runtime) Check(env runtime.Environment) error {
 		return refusal.New(StartFailed, "The local runtime cannot tell its working directory: %v", err)
 	}
 	var errs refusal.List
+	if len(env.Images) > 0 {
+		names := make([]string, 0, len(env.Images))
+		for n := range env.Images {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		rf := refusal.New(NoImages, "images sets %s, but the local runtime runs commands, not images", strings.Join(names, ", "))
+		rf.Attribute = "images"
+		errs = append(errs, rf)
+	}
 	for _, s := range env.Manifest.Services {
 		if len(s.Command) == 0 {
 			errs = append(errs, refusal.New(CommandNotFound, "Service %s has no command for the local runtime", s.Name).At(s.Pos.Line, s.Pos.Column))
