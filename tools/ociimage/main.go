@@ -55,6 +55,7 @@ func run() error {
 	platforms := flag.String("platform", "linux/"+runtime.GOARCH, "comma-separated os/arch list")
 	busybox := flag.String("busybox", "/bin/busybox", "static busybox binary (busybox and pause)")
 	binary := flag.String("binary", "", "a prebuilt static provider binary (gateway, one platform); default: build this module")
+	version := flag.String("version", "dev", "the version the built provider binary reports (-X main.version; gateway without -binary)")
 	labels := labelFlags{}
 	flag.Var(labels, "label", "image label key=value (repeatable)")
 	flag.Parse()
@@ -74,7 +75,7 @@ func run() error {
 		return fmt.Errorf("-binary is one platform's binary; give one -platform")
 	}
 	for _, p := range pls {
-		spec, err := specFor(*kind, p, *busybox, *binary, labels)
+		spec, err := specFor(*kind, p, *busybox, *binary, *version, labels)
 		if err != nil {
 			return err
 		}
@@ -104,7 +105,7 @@ func run() error {
 	return nil
 }
 
-func specFor(kind string, p v1.Platform, busyboxPath, binary string, labels map[string]string) (ociimage.Spec, error) {
+func specFor(kind string, p v1.Platform, busyboxPath, binary, version string, labels map[string]string) (ociimage.Spec, error) {
 	switch kind {
 	case "gateway":
 		var data []byte
@@ -112,7 +113,7 @@ func specFor(kind string, p v1.Platform, busyboxPath, binary string, labels map[
 		if binary != "" {
 			data, err = os.ReadFile(binary)
 		} else {
-			data, err = buildProvider(p)
+			data, err = buildProvider(p, version)
 		}
 		if err != nil {
 			return ociimage.Spec{}, err
@@ -140,8 +141,9 @@ func specFor(kind string, p v1.Platform, busyboxPath, binary string, labels map[
 	return ociimage.Spec{}, fmt.Errorf("-kind %q is not gateway, busybox or pause", kind)
 }
 
-// buildProvider builds this module's main package static for the platform.
-func buildProvider(p v1.Platform) ([]byte, error) {
+// buildProvider builds this module's main package static for the platform,
+// reporting version, as the release build does.
+func buildProvider(p v1.Platform, version string) ([]byte, error) {
 	mod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return nil, fmt.Errorf("go env GOMOD: %w", err)
@@ -155,7 +157,7 @@ func buildProvider(p v1.Platform) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "terraform-provider-antifailure")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -X main.version="+version, "-o", bin, ".")
 	cmd.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture)
 	if p.Variant != "" && p.Architecture == "arm" {
