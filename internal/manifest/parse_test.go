@@ -6,40 +6,12 @@ import (
 	"testing"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
+	"github.com/antifailure/terraform-provider-antifailure/internal/testfixture"
 )
 
-const valid = `name: shop
-runtime:
-  provider: kubernetes
-  domain: preview.example.com
-  requires:
-    region: eu-west-1
-  targets:
-    - name: frankfurt
-      kubeconfig_context: eu-prod
-      domain: eu.preview.example.com
-      tags: {region: eu-west-1}
-    - name: virginia
-      kubeconfig_context: us-prod
-      tags: {region: us-east-1}
-services:
-  web:
-    image: ghcr.io/acme/shop:1.4.2
-    command: ["./shop", "serve"]
-    port: 8080
-    web: true
-    env: {LOG_LEVEL: debug, PORT: 8080}
-    health: /healthz
-  worker:
-    image: ghcr.io/acme/shop:1.4.2
-egress:
-  - host: api.stripe.com
-    mode: sandbox
-  - host: "*.githubusercontent.com"
-    mode: allow
-  - host: hooks.slack.com
-    mode: capture
-  - host: api.example.com
+// valid is the shared seed manifest with what the reader must also handle:
+// a number as an env value, and a mock with a response.
+var valid = strings.Replace(testfixture.Shop("shop", 2), "env: {LOG_LEVEL: debug}", "env: {LOG_LEVEL: debug, PORT: 8080}", 1) + `  - host: api.example.com
     mode: mock
     response: {status: 201, headers: {Content-Type: application/json}, body: '{"ok":true}'}
 `
