@@ -172,4 +172,24 @@ func TestUpdate_KubeletStandIn_ContainmentDrift(t *testing.T) {
 			t.Errorf("service %s after the fixed repair: %+v, want running", name, s)
 		}
 	}
+
+	// A re-probe that gives no verdict at all (silent) is no proof either:
+	// the services stop, and the next Update probes again.
+	if err := eu.NetworkingV1().NetworkPolicies(ns).Delete(ctx, "af-default-deny", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	withProbe(standin.Silent, func() {
+		_, err = r.Update(ctx, env, st.Ref)
+	})
+	if code(err) != probe.NoAttempts || !strings.Contains(err.Error(), "services were stopped") {
+		t.Fatalf("Update with a silent probe = %v, want %s saying the services were stopped", err, probe.NoAttempts)
+	}
+	if got, err = r.Read(ctx, st.Ref); err != nil || got.Services["web"].Running {
+		t.Fatalf("after a silent re-probe: %v %+v", err, got.Services)
+	}
+	rec2 := probeRecord()
+	got, err = r.Update(ctx, env, st.Ref)
+	if err != nil || got.Containment.Verdict != probe.Contained || probeRecord() == rec2 || !got.Services["web"].Running {
+		t.Errorf("the Update after a silent re-probe: %v, verdict %q, probed again %v, web %+v", err, got.Containment.Verdict, probeRecord() != rec2, got.Services["web"])
+	}
 }

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/antifailure/terraform-provider-antifailure/internal/probe"
+	"github.com/antifailure/terraform-provider-antifailure/internal/refusal"
 	"github.com/antifailure/terraform-provider-antifailure/internal/runtime"
 )
 
@@ -55,20 +57,14 @@ func (u *updater) reprobe(ctx context.Context, r *Runtime, b *builder, ref runti
 	}
 	u.step = "running the containment probe again"
 	res, err := cr.runProbe(ctx, t)
+	if err == nil {
+		if rf := res.Refusal(""); rf != nil {
+			err = rf
+		}
+	}
 	if err != nil {
 		_ = u.deleteProbePod(context.WithoutCancel(ctx))
-		return err
-	}
-	if rf := res.Refusal(""); rf != nil {
-		_ = u.deleteProbePod(context.WithoutCancel(ctx))
-		rf.Created = "The environment still exists, but its containment is no longer proven, so its services were stopped (scaled to zero; the gateway keeps running): fix the network isolation and apply again (the services start once the probe finds the environment contained), or destroy the environment."
-		if err := u.recordUnproven(context.WithoutCancel(ctx), res); err != nil {
-			rf.Created += " Recording the probe's result on the namespace failed (" + err.Error() + "): the next refresh may still show the earlier verdict."
-		}
-		if failed := u.stopServices(context.WithoutCancel(ctx)); len(failed) > 0 {
-			rf.Created = "The environment still exists and its containment is no longer proven; stopping its services failed for " + strings.Join(failed, "; ") + ": they may still run. Destroy the environment, or fix the network isolation and apply again."
-		}
-		return rf
+		return u.unproven(context.WithoutCancel(ctx), err, res)
 	}
 	u.step = "recording the containment result on the namespace"
 	_, err = cr.recordContainment(ctx, res)
@@ -83,19 +79,40 @@ func (u *updater) deleteProbePod(ctx context.Context) error {
 	return nil
 }
 
-// recordUnproven writes a refused probe result on the namespace and drops
-// the record of the objects it ran under: a refresh then reports the verdict
-// (so the next plan updates the environment), and the next Update probes
-// again whatever it finds, instead of taking the restored objects for proven
-// ones.
-func (u *updater) recordUnproven(ctx context.Context, res probe.Result) error {
-	raw, err := json.Marshal(res)
-	if err != nil {
-		return err
+// unproven handles a re-probe that did not find the environment contained,
+// or could not run: the services stop, and the namespace's record of what
+// the last good probe ran under is dropped (with the refused result recorded
+// when there is one), so that a refresh plans an update and the next Update
+// probes again before it starts them. It returns the refusal to report.
+func (u *updater) unproven(ctx context.Context, err error, res probe.Result) *refusal.Refusal {
+	var rf *refusal.Refusal
+	if !errors.As(err, &rf) {
+		rf = refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).WithDetail("In namespace %s.", u.ns)
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-		AnnotationContainment: string(raw), AnnotationContainmentObjects: nil,
-	}}})
-	_, err = u.c.CoreV1().Namespaces().Patch(ctx, u.ns, types.MergePatchType, patch, metav1.PatchOptions{})
+	rf.Created = "The environment still exists, but its containment is no longer proven, so its services were stopped (scaled to zero; the gateway keeps running): fix the network isolation and apply again (the services start once the probe finds the environment contained), or destroy the environment."
+	if err := u.recordUnproven(ctx, res); err != nil {
+		rf.Created += " Recording this on the namespace failed (" + err.Error() + "): the next apply may not probe again by itself; destroy the environment if in doubt."
+	}
+	if failed := u.stopServices(ctx); len(failed) > 0 {
+		rf.Created = "The environment still exists and its containment is no longer proven; stopping its services failed for " + strings.Join(failed, "; ") + ": they may still run. Destroy the environment, or fix the network isolation and apply again."
+	}
+	return rf
+}
+
+// recordUnproven drops the record of the objects the last good probe ran
+// under and, when the probe gave a verdict, records it: a refresh then
+// reports it, and the next Update probes again whatever it finds, instead of
+// taking the restored objects for proven ones.
+func (u *updater) recordUnproven(ctx context.Context, res probe.Result) error {
+	annotations := map[string]any{AnnotationContainmentObjects: nil}
+	if res.Verdict != "" {
+		raw, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		annotations[AnnotationContainment] = string(raw)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	_, err := u.c.CoreV1().Namespaces().Patch(ctx, u.ns, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
