@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -85,10 +84,7 @@ func (u *updater) deleteProbePod(ctx context.Context) error {
 // when there is one), so that a refresh plans an update and the next Update
 // probes again before it starts them. It returns the refusal to report.
 func (u *updater) unproven(ctx context.Context, err error, res probe.Result) *refusal.Refusal {
-	var rf *refusal.Refusal
-	if !errors.As(err, &rf) {
-		rf = refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).WithDetail("In namespace %s.", u.ns)
-	}
+	rf := u.refusal(err)
 	rf.Created = "The environment still exists, but its containment is no longer proven, so its services were stopped (scaled to zero; the gateway keeps running): fix the network isolation and apply again (the services start once the probe finds the environment contained), or destroy the environment."
 	if err := u.recordUnproven(ctx, res); err != nil {
 		rf.Created += " Recording this on the namespace failed (" + err.Error() + "): the next apply may not probe again by itself; destroy the environment if in doubt."

@@ -49,23 +49,17 @@ func (r *Runtime) Update(ctx context.Context, env runtime.Environment, ref runti
 		err = u.services(ctx, b)
 	}
 	if err != nil {
-		var rf *refusal.Refusal
-		if errors.As(err, &rf) {
-			if rf.Created == "" {
-				rf.Created = "The environment still exists, possibly partly updated; apply again."
-			}
-			return runtime.State{}, rf
+		rf := u.refusal(err)
+		if rf.Created == "" {
+			rf.Created = "The environment still exists, possibly partly updated; apply again."
 		}
-		rf = refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).
-			WithDetail("In namespace %s.", ns)
-		rf.Created = "The environment still exists, possibly partly updated; apply again."
 		return runtime.State{}, rf
 	}
 	if nsObj.Annotations[AnnotationManifest] != env.Source {
 		u.step = "recording the manifest on the namespace"
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationManifest: env.Source}}})
 		if _, err := c.CoreV1().Namespaces().Patch(ctx, ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			rf := refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).WithDetail("In namespace %s.", ns)
+			rf := u.refusal(err)
 			rf.Created = "The environment still exists with the new configuration."
 			return runtime.State{}, rf
 		}
@@ -91,6 +85,16 @@ type updater struct {
 	observed, written objectHashes
 	clusterDNS        string
 	cfg               egress.Config
+}
+
+// refusal is err as the refusal Update reports: a refusal as it is, any
+// other error (an API request) as APIFailed naming the step it stopped at.
+func (u *updater) refusal(err error) *refusal.Refusal {
+	var rf *refusal.Refusal
+	if errors.As(err, &rf) {
+		return rf
+	}
+	return refusal.New(APIFailed, "Updating the environment failed while %s: %v", u.step, err).WithDetail("In namespace %s.", u.ns)
 }
 
 // containment restores the objects the probe runs under: the gateway's

@@ -39,6 +39,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
@@ -110,11 +111,7 @@ func (r *Runtime) Check(env runtime.Environment) error {
 	}
 	var errs refusal.List
 	if len(env.Images) > 0 {
-		names := make([]string, 0, len(env.Images))
-		for n := range env.Images {
-			names = append(names, n)
-		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(env.Images))
 		rf := refusal.New(NoImages, "images sets %s, but the local runtime runs commands, not images", strings.Join(names, ", "))
 		rf.Attribute = "images"
 		errs = append(errs, rf)
