@@ -384,6 +384,11 @@ func TestAccRealNode_Enforcing(t *testing.T) {
 					if err != nil || !strings.Contains(out, strings.TrimSpace(egress.CanaryReply)) {
 						return fmt.Errorf("an unpoliced pod -> the gateway's canary did not get its answer (exec: %s): %q", fmt.Sprint(err), out)
 					}
+					// The canary is all it gets: the proxy stays the services' own.
+					out, err = n.exec(realNodeCanaryNS, "pod/canary", "nc", "-w", "3", gw.Spec.ClusterIP, strconv.Itoa(kube.ProxyPort))
+					if err == nil {
+						return fmt.Errorf("an unpoliced pod reached the gateway's proxy port: %q", out)
+					}
 					// And no way around the gateway: straight to the canary.
 					out, err = n.exec(ns, "deploy/worker", "nc", "-w", "3", strings.Split(n.canary, ":")[0], "8080")
 					if err == nil || strings.Contains(out, realNodeCanaryMsg) {
